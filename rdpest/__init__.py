@@ -1,0 +1,10 @@
+"""rdpest: estimate Rényi divergences and audit Rényi differential privacy claims.
+
+The estimators follow Kim, Varshney & Alabi (2026), "Optimal Guarantees for Auditing Rényi
+Differentially Private Machine Learning": a Donsker–Varadhan variational estimator with a bounded
+neural critic, Markov and Hoeffding confidence bounds, and a Bernoulli TPR/FPR baseline.
+"""
+
+from rdpest._version import __version__
+
+__all__ = ["__version__"]
