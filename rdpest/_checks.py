@@ -66,11 +66,13 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
 
 
 def check_finite_array(x, name: str, *, ndim: int | None = 1, min_size: int = 1) -> np.ndarray:
-    """Return ``x`` as a float64 array, rejecting ragged, empty, non-finite or wrongly shaped input."""
+    """Return ``x`` as float64, rejecting ragged, empty, non-finite or wrongly shaped input."""
     try:
         arr = np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric array (ragged or non-numeric input?): {exc}") from None
+        raise ValueError(
+            f"{name} must be a numeric array (ragged or non-numeric input?): {exc}"
+        ) from None
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.shape[0] < min_size if arr.ndim else True:

@@ -1,0 +1,273 @@
+"""Confidence bounds for means and proportions: the certificates behind every lower bound.
+
+Pure functions with no estimator state. Each bound is one-sided at error level ``beta``: a lower
+bound ``L`` computed from i.i.d. variables satisfies ``P(L > E[X]) <= beta``, and likewise for upper
+bounds. Variables are assumed to lie in a known interval ``[lower, upper]``.
+
+- Hoeffding (Hoeffding 1963, Thm 2): radius ``(upper - lower) * sqrt(log(1/beta) / (2 n))``.
+- Empirical Bernstein (Maurer & Pontil 2009, Thm 4): adapts to the sample variance.
+- Betting (Waudby-Smith & Ramdas 2023, "Estimating means of bounded random variables by betting",
+  JRSS-B, Sec. 4-5): inverts a nonnegative capital process with predictable plug-in bets;
+  usually the tightest of the three.
+- Clopper–Pearson (Clopper & Pearson 1934) for binomial proportions, via ``scipy.stats.beta``.
+- Markov's inequality for nonnegative variables with no upper bound (Kim, Varshney & Alabi 2026,
+  Thm 3.1 uses it for the Rényi moment).
+
+Examples
+--------
+>>> import numpy as np
+>>> x = np.random.default_rng(0).uniform(size=2000)
+>>> lo = mean_lower_bound(x, beta=0.05, method="betting")
+>>> round(lo, 2) <= 0.5 <= round(mean_upper_bound(x, beta=0.05), 2)
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from rdpest._checks import check_beta, check_finite_array, check_real
+
+__all__ = [
+    "MEAN_BOUND_METHODS",
+    "bernstein_lower_bound",
+    "betting_lower_bound",
+    "clopper_pearson_lower_bound",
+    "clopper_pearson_upper_bound",
+    "hoeffding_lower_bound",
+    "markov_lower_bound",
+    "mean_lower_bound",
+    "mean_upper_bound",
+]
+
+MEAN_BOUND_METHODS = ("betting", "bernstein", "hoeffding")
+
+# Largest bet as a fraction of the distance to ruin: WSR (2023, Sec. 5.1) truncate predictable
+# plug-in bets at c/m with c in {1/2, 3/4}; c < 1 keeps every factor of the capital >= 1 - c > 0.
+_BET_TRUNCATION = 0.75
+_BISECTION_STEPS = 60
+
+
+def _unit_interval(x, lower, upper, name: str = "x") -> tuple[np.ndarray, float, float]:
+    """Validate samples and map them from [lower, upper] onto [0, 1]."""
+    x = check_finite_array(x, name)
+    lower = check_real(lower, "lower")
+    upper = check_real(upper, "upper")
+    if not upper > lower:
+        raise ValueError(f"upper must be greater than lower, got lower={lower}, upper={upper}")
+    # A tiny tolerance absorbs rounding of values computed exactly at an endpoint.
+    tol = 1e-12 * (upper - lower)
+    if x.min() < lower - tol or x.max() > upper + tol:
+        raise ValueError(
+            f"{name} must lie in [lower, upper] = [{lower}, {upper}], "
+            f"got values in [{x.min()}, {x.max()}]"
+        )
+    return np.clip((x - lower) / (upper - lower), 0.0, 1.0), lower, upper
+
+
+def hoeffding_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0) -> float:
+    """Hoeffding lower confidence bound for the mean of i.i.d. variables in [lower, upper].
+
+    ``P(bound > E[X]) <= beta`` (Hoeffding 1963, Thm 2).
+
+    Examples
+    --------
+    >>> round(hoeffding_lower_bound([0.5] * 100, beta=0.05), 4)
+    0.3776
+    """
+    beta = check_beta(beta)
+    u, lower, upper = _unit_interval(x, lower, upper)
+    radius = math.sqrt(math.log(1.0 / beta) / (2.0 * u.size))
+    return lower + (upper - lower) * max(0.0, float(u.mean()) - radius)
+
+
+def bernstein_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0) -> float:
+    """Empirical Bernstein lower confidence bound (Maurer & Pontil 2009, Thm 4).
+
+    For variables in [0, 1]: ``mean - sqrt(2 V log(2/beta) / n) - 7 log(2/beta) / (3 (n - 1))``
+    with ``V`` the unbiased sample variance; rescaled for [lower, upper]. Needs n >= 2.
+
+    Examples
+    --------
+    >>> round(bernstein_lower_bound([0.5] * 100, beta=0.05), 4)
+    0.4131
+    """
+    beta = check_beta(beta)
+    u, lower, upper = _unit_interval(x, lower, upper)
+    n = u.size
+    if n < 2:
+        raise ValueError("x needs at least 2 values for the empirical Bernstein bound")
+    log_term = math.log(2.0 / beta)
+    variance = float(u.var(ddof=1))
+    radius = math.sqrt(2.0 * variance * log_term / n) + 7.0 * log_term / (3.0 * (n - 1))
+    return lower + (upper - lower) * max(0.0, float(u.mean()) - radius)
+
+
+def _betting_log_capital_max(u: np.ndarray, m: float, bets: np.ndarray) -> float:
+    """max_t log K_t(m) for K_t(m) = prod_{i<=t} (1 + lambda_i(m) (u_i - m)), lambda_i >= 0."""
+    lam = bets if m <= 0.0 else np.minimum(bets, _BET_TRUNCATION / m)
+    return float(np.max(np.cumsum(np.log1p(lam * (u - m)))))
+
+
+def _predictable_bets(u: np.ndarray, beta: float) -> np.ndarray:
+    """Predictable plug-in bets for a fixed sample size (WSR 2023, eqs. (26)-(27)).
+
+    lambda_t = sqrt(2 log(1/beta) / (n sigma2_{t-1})), where sigma2_{t-1} is a regularised running
+    variance of the first t - 1 values (prior mean 1/2, prior variance 1/4).
+    """
+    n = u.size
+    t = np.arange(1, n + 1, dtype=np.float64)
+    running_mean = (0.5 + np.cumsum(u)) / (t + 1.0)  # mu_hat_t uses values up to t
+    previous_mean = np.concatenate(([0.5], running_mean[:-1]))  # predictable: up to t - 1
+    sq = (u - previous_mean) ** 2
+    running_var = (0.25 + np.cumsum(sq)) / (t + 1.0)
+    previous_var = np.concatenate(([0.25], running_var[:-1]))
+    return np.sqrt(2.0 * math.log(1.0 / beta) / (n * previous_var))
+
+
+def betting_lower_bound(
+    x, beta: float, lower: float = 0.0, upper: float = 1.0, random_state: int | None = 0
+) -> float:
+    """Betting lower confidence bound (Waudby-Smith & Ramdas 2023) for variables in [lower, upper].
+
+    For each candidate mean m a gambler bets on ``X > m`` with the capital process
+    ``K_t(m) = prod (1 + lambda_i (X_i - m))``; under ``E[X] <= m`` it is a nonnegative
+    supermartingale, so by Ville's inequality ``P(max_t K_t(m) >= 1/beta) <= beta``. The bound is
+    the smallest m not rejected (K_t(m) is non-increasing in m, so the rejected set is an interval).
+
+    The values are sorted, then visited in a random order drawn from ``random_state`` (fixed by
+    default): the bets are predictable, so the order matters for tightness. Sorting first makes
+    the bound a function of the multiset of values (the caller's order cannot change it), and a
+    permutation independent of the values keeps the sequence exchangeable.
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(1).beta(2, 5, size=1000)  # mean 2/7
+    >>> round(betting_lower_bound(x, beta=0.05), 3) < 2 / 7
+    True
+    """
+    beta = check_beta(beta)
+    u, lower, upper = _unit_interval(x, lower, upper)
+    if random_state is not None:
+        u = np.sort(u)[np.random.default_rng(random_state).permutation(u.size)]
+    bets = _predictable_bets(u, beta)
+    threshold = math.log(1.0 / beta)
+    lo, hi = 0.0, 1.0
+    if _betting_log_capital_max(u, lo, bets) < threshold:
+        return lower
+    for _ in range(_BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        if _betting_log_capital_max(u, mid, bets) >= threshold:
+            lo = mid  # mid rejected: the bound lies above it
+        else:
+            hi = mid
+    return lower + (upper - lower) * lo
+
+
+_LOWER_BOUNDS = {
+    "betting": betting_lower_bound,
+    "bernstein": bernstein_lower_bound,
+    "hoeffding": hoeffding_lower_bound,
+}
+
+
+def mean_lower_bound(
+    x, beta: float, lower: float = 0.0, upper: float = 1.0, method: str = "betting"
+) -> float:
+    """One-sided (1 - beta) lower confidence bound for the mean of i.i.d. variables in [a, b].
+
+    ``method`` is one of ``"betting"`` (default), ``"bernstein"`` or ``"hoeffding"``.
+
+    Examples
+    --------
+    >>> x = np.full(400, 0.3)
+    >>> mean_lower_bound(x, 0.05, method="betting") > mean_lower_bound(x, 0.05, method="hoeffding")
+    True
+    """
+    try:
+        bound = _LOWER_BOUNDS[method]
+    except (KeyError, TypeError):
+        raise ValueError(f"method must be one of {MEAN_BOUND_METHODS}, got {method!r}") from None
+    return bound(x, beta, lower, upper)
+
+
+def mean_upper_bound(
+    x, beta: float, lower: float = 0.0, upper: float = 1.0, method: str = "betting"
+) -> float:
+    """One-sided (1 - beta) upper confidence bound: the lower bound of the reflected variables.
+
+    Examples
+    --------
+    >>> round(mean_upper_bound([0.5] * 100, beta=0.05, method="hoeffding"), 4)
+    0.6224
+    """
+    x = check_finite_array(x, "x")
+    return lower + upper - mean_lower_bound(lower + upper - x, beta, lower, upper, method)
+
+
+def clopper_pearson_lower_bound(successes: int, trials: int, beta: float) -> float:
+    """Exact one-sided (1 - beta) lower bound on a binomial proportion (Clopper & Pearson 1934).
+
+    The ``beta`` quantile of Beta(k, n - k + 1); 0 when k = 0.
+
+    Examples
+    --------
+    >>> round(clopper_pearson_lower_bound(50, 100, 0.05), 4)
+    0.4136
+    """
+    k, n = _check_counts(successes, trials)
+    beta = check_beta(beta)
+    if k == 0:
+        return 0.0
+    return float(stats.beta.ppf(beta, k, n - k + 1))
+
+
+def clopper_pearson_upper_bound(successes: int, trials: int, beta: float) -> float:
+    """Exact one-sided (1 - beta) upper bound on a binomial proportion (Clopper & Pearson 1934).
+
+    The ``1 - beta`` quantile of Beta(k + 1, n - k); 1 when k = n.
+
+    Examples
+    --------
+    >>> round(clopper_pearson_upper_bound(50, 100, 0.05), 4)
+    0.5864
+    """
+    k, n = _check_counts(successes, trials)
+    beta = check_beta(beta)
+    if k == n:
+        return 1.0
+    return float(stats.beta.ppf(1.0 - beta, k + 1, n - k))
+
+
+def _check_counts(successes, trials) -> tuple[int, int]:
+    for value, name in ((successes, "successes"), (trials, "trials")):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    k, n = int(successes), int(trials)
+    if n < 1:
+        raise ValueError(f"trials must be >= 1, got {n}")
+    if not 0 <= k <= n:
+        raise ValueError(f"successes must lie in [0, trials] = [0, {n}], got {k}")
+    return k, n
+
+
+def markov_lower_bound(x, beta: float) -> float:
+    """Markov lower confidence bound for the mean of nonnegative i.i.d. variables: ``beta * mean``.
+
+    Markov's inequality on the sample mean gives ``P(mean >= E[X] / beta) <= beta``. It needs no
+    upper bound on the variables, which is why the Rényi-moment bound of Kim, Varshney & Alabi
+    (2026, Thm 3.1) uses it: ``log(beta)`` becomes the ``-log(1/beta)/(alpha - 1)`` term.
+
+    Examples
+    --------
+    >>> markov_lower_bound([1.0, 3.0], beta=0.1)
+    0.2
+    """
+    beta = check_beta(beta)
+    x = check_finite_array(x, "x")
+    if x.min() < 0:
+        raise ValueError("x must be nonnegative for the Markov bound")
+    return beta * float(x.mean())

@@ -1,0 +1,177 @@
+"""Tests of rdpest.bounds: validity (coverage) of every confidence bound, tightness, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from rdpest import bounds
+
+BETA = 0.05
+# Coverage tolerance: a bound with miscoverage exactly beta produces k failures in R repetitions
+# with k ~ Binomial(R, beta). We fail a test only when the one-sided binomial test rejects
+# "miscoverage <= beta" at level 1e-3, so a valid bound fails spuriously in < 0.1% of seeds.
+COVERAGE_PVALUE = 1e-3
+
+
+def _assert_coverage(failures: int, repetitions: int, beta: float = BETA) -> None:
+    pvalue = stats.binomtest(failures, repetitions, beta, alternative="greater").pvalue
+    assert pvalue > COVERAGE_PVALUE, (
+        f"{failures}/{repetitions} bounds missed the truth (beta={beta}, p-value {pvalue:.2g})"
+    )
+
+
+# (sampler, true mean, support) — Bernoulli(1/2) is the worst case for Hoeffding, Bernoulli(0.02)
+# is nearly degenerate (bets grow large), Beta(2, 5) is a smooth continuous case on [0, 1], and the
+# uniform on [-3, 5] exercises rescaling.
+DISTRIBUTIONS = {
+    "bernoulli_half": (lambda rng, n: (rng.uniform(size=n) < 0.5).astype(float), 0.5, (0.0, 1.0)),
+    "bernoulli_rare": (lambda rng, n: (rng.uniform(size=n) < 0.02).astype(float), 0.02, (0.0, 1.0)),
+    "beta_2_5": (lambda rng, n: rng.beta(2.0, 5.0, size=n), 2.0 / 7.0, (0.0, 1.0)),
+    "uniform_shifted": (lambda rng, n: rng.uniform(-3.0, 5.0, size=n), 1.0, (-3.0, 5.0)),
+}
+
+
+def _coverage_failures(method, side, dist, n, repetitions, seed):
+    sampler, truth, (lo, hi) = DISTRIBUTIONS[dist]
+    rng = np.random.default_rng(seed)
+    failures = 0
+    for _ in range(repetitions):
+        x = sampler(rng, n)
+        if side == "lower":
+            failures += bounds.mean_lower_bound(x, BETA, lo, hi, method=method) > truth
+        else:
+            failures += bounds.mean_upper_bound(x, BETA, lo, hi, method=method) < truth
+    return failures
+
+
+@pytest.mark.parametrize("method", bounds.MEAN_BOUND_METHODS)
+@pytest.mark.parametrize("side", ["lower", "upper"])
+@pytest.mark.parametrize("dist", sorted(DISTRIBUTIONS))
+def test_mean_bound_coverage_quick(method, side, dist):
+    repetitions = 200
+    failures = _coverage_failures(method, side, dist, n=60, repetitions=repetitions, seed=11)
+    _assert_coverage(failures, repetitions)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", bounds.MEAN_BOUND_METHODS)
+@pytest.mark.parametrize("side", ["lower", "upper"])
+@pytest.mark.parametrize("dist", sorted(DISTRIBUTIONS))
+@pytest.mark.parametrize("n", [10, 300])
+def test_mean_bound_coverage_slow(method, side, dist, n):
+    repetitions = 2000
+    failures = _coverage_failures(method, side, dist, n, repetitions, seed=1000 + n)
+    _assert_coverage(failures, repetitions)
+
+
+def test_bounds_order_and_tightness_on_low_variance_data():
+    # Low-variance data: the variance-adaptive bounds must beat Hoeffding, and the order of the
+    # three measured on this project (betting >= Bernstein >= Hoeffding) must hold.
+    x = np.random.default_rng(3).beta(20.0, 50.0, size=2000)
+    b = bounds.betting_lower_bound(x, BETA)
+    e = bounds.bernstein_lower_bound(x, BETA)
+    h = bounds.hoeffding_lower_bound(x, BETA)
+    assert b > e > h
+    assert b <= x.mean()
+    # Betting tracks the sub-Gaussian rate of the true variance: radius within 2x of the CLT radius.
+    clt_radius = stats.norm.ppf(1 - BETA) * x.std() / math.sqrt(x.size)
+    assert x.mean() - b < 2 * clt_radius
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(min_value=20, max_value=400),
+    p=st.floats(min_value=0.0, max_value=1.0),
+    seed=st.integers(min_value=0, max_value=2**31),
+    beta=st.sampled_from([0.01, 0.05, 0.2]),
+)
+def test_betting_never_much_looser_than_hoeffding(n, p, seed, beta):
+    # Bernoulli data are Hoeffding's best case (variance up to 1/4). The predictable bets start
+    # from a prior guess, so betting can lose slightly for small n; measured worst case over
+    # n >= 20 was 4.5% of the Hoeffding radius, so 10% of that radius is the "tiny margin".
+    x = (np.random.default_rng(seed).uniform(size=n) < p).astype(float)
+    b = bounds.betting_lower_bound(x, beta)
+    h = bounds.hoeffding_lower_bound(x, beta)
+    radius = math.sqrt(math.log(1 / beta) / (2 * n))
+    assert b >= h - 0.1 * radius
+
+
+def test_betting_is_order_invariant_by_default():
+    x = np.random.default_rng(5).uniform(size=300)
+    assert bounds.betting_lower_bound(x, BETA) == bounds.betting_lower_bound(np.sort(x), BETA)
+
+
+def test_upper_bound_reflects_lower_bound():
+    x = np.random.default_rng(6).uniform(2.0, 4.0, size=500)
+    for method in bounds.MEAN_BOUND_METHODS:
+        lo = bounds.mean_lower_bound(x, BETA, 2.0, 4.0, method=method)
+        hi = bounds.mean_upper_bound(x, BETA, 2.0, 4.0, method=method)
+        assert 2.0 <= lo < x.mean() < hi <= 4.0
+
+
+def test_constant_data_gives_finite_bounds():
+    for method in bounds.MEAN_BOUND_METHODS:
+        for value in (0.0, 1.0, 0.4):
+            x = np.full(50, value)
+            lo = bounds.mean_lower_bound(x, BETA, method=method)
+            hi = bounds.mean_upper_bound(x, BETA, method=method)
+            assert 0.0 <= lo <= value <= hi <= 1.0
+
+
+@pytest.mark.parametrize("n", [1, 7, 40, 200])
+@pytest.mark.parametrize("p", [0.0, 0.03, 0.5, 0.91, 1.0])
+def test_clopper_pearson_exact_coverage(n, p):
+    # Exact, not simulated: sum the binomial probabilities of the counts whose bound misses p.
+    k = np.arange(n + 1)
+    pmf = stats.binom.pmf(k, n, p)
+    lower = np.array([bounds.clopper_pearson_lower_bound(int(i), n, BETA) for i in k])
+    upper = np.array([bounds.clopper_pearson_upper_bound(int(i), n, BETA) for i in k])
+    assert pmf[lower > p].sum() <= BETA + 1e-12
+    assert pmf[upper < p].sum() <= BETA + 1e-12
+
+
+def test_clopper_pearson_matches_scipy_binomtest():
+    # scipy's two-sided exact interval at level 1 - 2 beta has one-sided beta tails.
+    ci = stats.binomtest(37, 120).proportion_ci(confidence_level=1 - 2 * BETA, method="exact")
+    assert bounds.clopper_pearson_lower_bound(37, 120, BETA) == pytest.approx(ci.low, rel=1e-10)
+    assert bounds.clopper_pearson_upper_bound(37, 120, BETA) == pytest.approx(ci.high, rel=1e-10)
+
+
+def test_markov_lower_bound_coverage():
+    # Exponential(1) variables: heavy enough that only Markov applies without an upper bound.
+    rng = np.random.default_rng(8)
+    repetitions = 2000
+    failures = sum(
+        bounds.markov_lower_bound(rng.exponential(size=30), BETA) > 1.0 for _ in range(repetitions)
+    )
+    _assert_coverage(failures, repetitions)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: bounds.hoeffding_lower_bound([0.1, 0.2], beta=0.0), "beta"),
+        (lambda: bounds.hoeffding_lower_bound([0.1, 0.2], beta=1.0), "beta"),
+        (lambda: bounds.betting_lower_bound([0.1, float("nan")], beta=0.1), "NaN"),
+        (lambda: bounds.betting_lower_bound([0.1, np.inf], beta=0.1), "infinite"),
+        (lambda: bounds.betting_lower_bound([], beta=0.1), "at least 1"),
+        (lambda: bounds.betting_lower_bound([[0.1], [0.2, 0.3]], beta=0.1), "ragged"),
+        (lambda: bounds.betting_lower_bound([[0.1, 0.2]], beta=0.1), "1-dimensional"),
+        (lambda: bounds.betting_lower_bound([1.5], beta=0.1), r"\[lower, upper\]"),
+        (lambda: bounds.betting_lower_bound([0.5], beta=0.1, lower=1.0, upper=0.0), "upper"),
+        (lambda: bounds.bernstein_lower_bound([0.5], beta=0.1), "at least 2"),
+        (lambda: bounds.mean_lower_bound([0.5], beta=0.1, method="magic"), "method"),
+        (lambda: bounds.clopper_pearson_lower_bound(5, 3, 0.1), "successes"),
+        (lambda: bounds.clopper_pearson_lower_bound(1.5, 3, 0.1), "successes"),
+        (lambda: bounds.clopper_pearson_upper_bound(0, 0, 0.1), "trials"),
+        (lambda: bounds.markov_lower_bound([-1.0, 2.0], 0.1), "nonnegative"),
+        (lambda: bounds.markov_lower_bound([1.0], float("nan")), "beta"),
+    ],
+)
+def test_bad_input_raises_value_error(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
