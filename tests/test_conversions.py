@@ -1,0 +1,469 @@
+"""Tests of rdpest.conversions: reference values, round trips, stability, Opacus, bad input."""
+
+import doctest
+import itertools
+import math
+import warnings
+
+import numpy as np
+import opacus.accountants.analysis.rdp as opacus_rdp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import optimize, stats
+
+from rdpest import conversions as conv
+
+# Hypothesis settings for the scipy-only functions: each example costs well under a millisecond.
+FAST = settings(max_examples=100, deadline=None)
+
+
+def _direct_gdp_delta(epsilon, mu):
+    """δ(ε) of μ-GDP straight from Dong, Roth & Su (2022, Cor. 2.13) with scipy.stats.norm."""
+    return stats.norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * stats.norm.cdf(
+        -epsilon / mu - mu / 2
+    )
+
+
+def test_doctests_run():
+    result = doctest.testmod(conv, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Gaussian mechanism, μ-GDP → RDP
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("alpha", "sensitivity", "noise_std", "expected"),
+    [
+        (2.0, 1.0, 0.5, 4.0),  # 2 · 1 / (2 · 0.25)
+        (1.25, 2.0, 1.0, 2.5),  # 1.25 · 4 / 2
+        (10.0, 0.0, 3.0, 0.0),  # zero sensitivity: no leakage
+        (3.0, 0.5, 2.0, 0.09375),  # 3 · 0.25 / 8
+    ],
+)
+def test_rdp_of_gaussian_mechanism_reference(alpha, sensitivity, noise_std, expected):
+    assert conv.rdp_of_gaussian_mechanism(alpha, sensitivity, noise_std) == pytest.approx(
+        expected, rel=1e-15
+    )
+
+
+# The paper's targets (PAPER_NOTES, headline numbers): at α = 2, ε_α = 0.25 / 1 / 2 / 4 / 10 is
+# μ = 0.5 / 1 / √2 / 2 / √10 (ε_α = αμ²/2 = μ²); at α = 1.25 the same μ give
+# 1.25 · {0.25, 1, 2, 4, 10} / 2 = 0.15625 / 0.625 / 1.25 / 2.5 / 6.25.
+PAPER_MUS = [0.5, 1.0, math.sqrt(2.0), 2.0, math.sqrt(10.0)]
+
+
+@pytest.mark.parametrize(
+    ("alpha", "targets"),
+    [(2.0, [0.25, 1.0, 2.0, 4.0, 10.0]), (1.25, [0.15625, 0.625, 1.25, 2.5, 6.25])],
+)
+def test_gdp_to_rdp_paper_targets(alpha, targets):
+    for mu, target in zip(PAPER_MUS, targets, strict=True):
+        assert conv.gdp_to_rdp(mu, alpha) == pytest.approx(target, rel=1e-12)
+
+
+def test_gdp_to_rdp_equals_gaussian_mechanism():
+    # μ-GDP's worst case is the Gaussian pair N(0, 1) vs N(μ, 1): sensitivity μ, noise 1.
+    for mu in [0.0, 0.3, 1.0, 7.0]:
+        for alpha in [1.01, 1.25, 2.0, 64.0]:
+            assert conv.gdp_to_rdp(mu, alpha) == pytest.approx(
+                conv.rdp_of_gaussian_mechanism(alpha, mu, 1.0), rel=1e-15
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# μ-GDP privacy profile
+# ---------------------------------------------------------------------------------------------
+
+
+def test_gdp_delta_hand_value():
+    # δ(1) for 1-GDP: Φ(−0.5) − e Φ(−1.5) = 0.3085375 − 2.7182818 · 0.0668072 = 0.1269367.
+    assert conv.gdp_delta(1.0, 1.0) == pytest.approx(0.1269367, abs=5e-8)
+    assert conv.gdp_delta(1.0, 1.0) == pytest.approx(_direct_gdp_delta(1.0, 1.0), rel=1e-12)
+
+
+@pytest.mark.parametrize("mu", [0.05, 0.3, 1.0, 2.0, 5.0])
+@pytest.mark.parametrize("epsilon", [-2.0, 0.0, 0.1, 1.0, 3.0, 8.0])
+def test_gdp_delta_matches_direct_formula(epsilon, mu):
+    # In this range the direct formula has no harmful cancellation (δ > 1e-9 throughout).
+    direct = _direct_gdp_delta(epsilon, mu)
+    assert direct > 1e-9 or epsilon > mu  # the grid is where the direct form is trustworthy
+    if direct > 1e-9:
+        assert conv.gdp_delta(epsilon, mu) == pytest.approx(direct, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "mu"),
+    [(150.0, 20.0), (30.0, 1.0), (2e-6, 1e-7), (5.0, 0.2), (0.01, 1e-4), (3000.0, 80.0)],
+)
+def test_gdp_delta_extreme_values_against_mpmath(epsilon, mu):
+    import mpmath  # a dev dependency (pyproject); never skipped
+
+    with mpmath.workdps(60):
+        e, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+        exact = mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2)
+    assert conv.gdp_delta(epsilon, mu) == pytest.approx(float(exact), rel=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "mu"),
+    [(150.0, 20.0), (1e4, 1e3), (1e300, 1.0), (-1e300, 1.0), (1.0, 1e-300), (700.0, 1e150)],
+)
+def test_gdp_delta_stable_for_extreme_arguments(epsilon, mu):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        delta = conv.gdp_delta(epsilon, mu)
+    assert type(delta) is float
+    assert math.isfinite(delta)
+    assert 0.0 <= delta <= 1.0
+
+
+def test_gdp_delta_limits():
+    # μ = 0: identical distributions, δ(ε) = max(0, 1 − e^ε).
+    assert conv.gdp_delta(1.0, 0.0) == 0.0
+    assert conv.gdp_delta(-1.0, 0.0) == pytest.approx(1.0 - math.exp(-1.0), rel=1e-15)
+    # ε = 0: δ = Φ(μ/2) − Φ(−μ/2).
+    for mu in [1e-9, 0.5, 3.0]:
+        expected = stats.norm.cdf(mu / 2) - stats.norm.cdf(-mu / 2)
+        assert conv.gdp_delta(0.0, mu) == pytest.approx(expected, rel=1e-9)
+    assert conv.gdp_delta(1e300, 2.0) == 0.0
+    assert conv.gdp_delta(-1e300, 2.0) == 1.0
+
+
+@FAST
+@given(
+    epsilon=st.floats(-50.0, 500.0),
+    step=st.floats(1e-3, 50.0),
+    mu=st.floats(1e-3, 60.0),
+    mu_step=st.floats(1e-3, 20.0),
+)
+def test_gdp_delta_in_unit_interval_and_monotone(epsilon, step, mu, mu_step):
+    delta = conv.gdp_delta(epsilon, mu)
+    assert 0.0 <= delta <= 1.0
+    # Decreasing in ε, increasing in μ (relative slack for rounding).
+    assert conv.gdp_delta(epsilon + step, mu) <= delta * (1 + 1e-12)
+    assert conv.gdp_delta(epsilon, mu + mu_step) >= delta * (1 - 1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inverses of the privacy profile
+# ---------------------------------------------------------------------------------------------
+
+
+def test_gdp_epsilon_against_independent_root():
+    # Root of the direct scipy.stats formula, found independently of the library's bracket.
+    expected = optimize.brentq(lambda e: _direct_gdp_delta(e, 1.0) - 1e-5, 0.0, 20.0, xtol=1e-14)
+    assert conv.gdp_epsilon(1e-5, 1.0) == pytest.approx(expected, rel=1e-10)
+    assert expected == pytest.approx(4.3772, abs=1e-4)
+
+
+def test_gdp_epsilon_zero_when_no_epsilon_needed():
+    # δ(0) for μ = 0.1 is erf(0.1/(2√2)) ≈ 0.0399: any larger δ holds already at ε = 0.
+    assert conv.gdp_epsilon(0.05, 0.1) == 0.0
+    assert conv.gdp_epsilon(0.03, 0.1) > 0.0
+    assert conv.gdp_epsilon(1e-5, 0.0) == 0.0
+
+
+@FAST
+@given(log10_delta=st.floats(-300.0, -1e-3), mu=st.floats(1e-6, 100.0))
+def test_gdp_epsilon_round_trip(log10_delta, mu):
+    delta = 10.0**log10_delta
+    epsilon = conv.gdp_epsilon(delta, mu)
+    assert epsilon >= 0.0
+    if epsilon > 0.0:
+        assert conv.gdp_delta(epsilon, mu) == pytest.approx(delta, rel=1e-9)
+    else:
+        assert conv.gdp_delta(0.0, mu) <= delta * (1 + 1e-12)
+
+
+@FAST
+@given(epsilon=st.floats(0.0, 200.0), log10_delta=st.floats(-300.0, -1e-3))
+def test_gdp_mu_round_trip(epsilon, log10_delta):
+    delta = 10.0**log10_delta
+    mu = conv.gdp_mu(epsilon, delta)
+    assert mu > 0.0
+    assert conv.gdp_delta(epsilon, mu) == pytest.approx(delta, rel=1e-9)
+
+
+@FAST
+@given(mu=st.floats(1e-3, 30.0), log10_delta=st.floats(-50.0, -0.5))
+def test_gdp_mu_inverts_gdp_epsilon(mu, log10_delta):
+    delta = 10.0**log10_delta
+    epsilon = conv.gdp_epsilon(delta, mu)
+    if epsilon > 0.0:
+        assert conv.gdp_mu(epsilon, delta) == pytest.approx(mu, rel=1e-8)
+
+
+def test_gdp_mu_reference_values():
+    # ε = 0: δ = 2Φ(μ/2) − 1, so μ = 2 Φ⁻¹((1 + δ)/2); δ = 0.3829249 is μ = 1.
+    assert conv.gdp_mu(0.0, 0.3829249225480262) == pytest.approx(1.0, rel=1e-12)
+    # The paper's μ = 2 target read at the (ε, δ = 1e-5) point it implies.
+    epsilon = conv.gdp_epsilon(1e-5, 2.0)
+    assert conv.gdp_mu(epsilon, 1e-5) == pytest.approx(2.0, rel=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# RDP → (ε, δ)-DP
+# ---------------------------------------------------------------------------------------------
+
+
+def test_rdp_to_dp_hand_values():
+    # Mironov: 1 + log(1e5) = 1 + 11.5129255 = 12.5129255.
+    assert conv.rdp_to_dp(1.0, 2.0, 1e-5, method="mironov") == pytest.approx(12.5129255, abs=1e-7)
+    # Balle: 1 + log(1/2) − (log 1e-5 + log 2) = 1 − 0.6931472 + 11.5129255 − 0.6931472.
+    assert conv.rdp_to_dp(1.0, 2.0, 1e-5, method="balle") == pytest.approx(11.1266311, abs=1e-7)
+    assert conv.rdp_to_dp(1.0, 2.0, 1e-5) == conv.rdp_to_dp(1.0, 2.0, 1e-5, method="balle")
+
+
+def test_rdp_to_dp_balle_clipped_at_zero():
+    # 0 + log(1/2) − (log 0.9 + log 2) = −1.281 < 0: the conversion is vacuous, report 0.
+    assert conv.rdp_to_dp(0.0, 2.0, 0.9, method="balle") == 0.0
+
+
+def test_rdp_to_dp_minimises_over_orders():
+    orders = np.array([1.5, 2.0, 4.0, 8.0, 16.0, 32.0])
+    rdp = np.array([0.2, 0.3, 0.7, 1.5, 3.5, 9.0])
+    for method in conv.RDP_TO_DP_METHODS:
+        pairs = zip(rdp, orders, strict=True)
+        singles = [conv.rdp_to_dp(e, a, 1e-5, method=method) for e, a in pairs]
+        eps, order = conv.rdp_to_dp(rdp, orders, 1e-5, method=method, return_order=True)
+        assert type(eps) is float
+        assert type(order) is float
+        assert eps == pytest.approx(min(singles), rel=1e-14)
+        assert order == orders[int(np.argmin(singles))]
+        assert conv.rdp_to_dp(list(rdp), list(orders), 1e-5, method=method) == eps
+
+
+def test_rdp_to_dp_accepts_numpy_scalars():
+    value = conv.rdp_to_dp(np.float32(1.0), np.array(2.0), np.float64(1e-5))
+    assert type(value) is float
+    assert value == pytest.approx(conv.rdp_to_dp(1.0, 2.0, 1e-5), rel=1e-7)
+    _, order = conv.rdp_to_dp(1.0, 2.0, 1e-5, return_order=True)
+    assert order == 2.0
+
+
+@FAST
+@given(
+    epsilon_alpha=st.lists(st.floats(0.0, 1e3), min_size=1, max_size=6),
+    alpha=st.lists(
+        st.floats(1.0, 1e6, exclude_min=True).filter(lambda a: a > 1.0), min_size=6, max_size=6
+    ),
+    log10_delta=st.floats(-300.0, -1e-6),
+)
+def test_balle_never_exceeds_mironov(epsilon_alpha, alpha, log10_delta):
+    delta = 10.0**log10_delta
+    alpha = alpha[: len(epsilon_alpha)]
+    balle = conv.rdp_to_dp(epsilon_alpha, alpha, delta, method="balle")
+    mironov = conv.rdp_to_dp(epsilon_alpha, alpha, delta, method="mironov")
+    assert 0.0 <= balle <= mironov
+
+
+@pytest.mark.parametrize("delta", [1e-5, 1e-3, 0.1])
+@pytest.mark.parametrize(
+    ("sigma", "q", "steps"), [(1.0, 0.01, 1000), (0.8, 1.0, 10), (4.0, 0.2, 50)]
+)
+def test_rdp_to_dp_agrees_with_opacus_get_privacy_spent(sigma, q, steps, delta):
+    # Opacus 1.6's get_privacy_spent implements Balle et al. (2020), Thm 21 (not Mironov's
+    # Prop. 3), with no clipping at 0: compare with method="balle" where positive.
+    orders = np.array([1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0, 64.0])
+    rdp = opacus_rdp.compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=orders)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Opacus warns when the optimum is an end order
+        opacus_eps, opacus_order = opacus_rdp.get_privacy_spent(orders=orders, rdp=rdp, delta=delta)
+    eps, order = conv.rdp_to_dp(rdp, orders, delta, method="balle", return_order=True)
+    assert opacus_eps > 0.0
+    assert eps == pytest.approx(float(opacus_eps), rel=1e-12)
+    assert order == float(opacus_order)
+    assert eps < conv.rdp_to_dp(rdp, orders, delta, method="mironov")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(st.floats(1e-3, 50.0), st.floats(1.01, 256.0)), min_size=1, max_size=8
+    ),
+    log10_delta=st.floats(-12.0, -1.0),
+)
+def test_rdp_to_dp_agrees_with_opacus_on_random_curves(pairs, log10_delta):
+    delta = 10.0**log10_delta
+    rdp, orders = (np.array(v) for v in zip(*pairs, strict=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opacus_eps, _ = opacus_rdp.get_privacy_spent(orders=orders, rdp=rdp, delta=delta)
+    expected = max(0.0, float(opacus_eps))
+    assert conv.rdp_to_dp(rdp, orders, delta) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# DP-SGD through Opacus's RDP analysis
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0, 3.7, 32.0])
+@pytest.mark.parametrize("sigma", [0.3, 1.0, 5.0])
+@pytest.mark.parametrize("steps", [1, 7, 100])
+def test_dpsgd_epsilon_alpha_full_batch_closed_form(alpha, sigma, steps):
+    expected = steps * alpha / (2.0 * sigma**2)
+    value = conv.dpsgd_epsilon_alpha(sigma, 1.0, steps, alpha)
+    assert type(value) is float
+    assert value == pytest.approx(expected, rel=1e-9)
+    # The same claim through the GDP route: √T/σ-GDP ⇒ (α, Tα/(2σ²))-RDP.
+    mu = conv.gdp_mu_of_dpsgd(sigma, steps)
+    assert conv.gdp_to_rdp(mu, alpha) == pytest.approx(expected, rel=1e-12)
+
+
+def test_dpsgd_epsilon_alpha_matches_opacus_when_subsampled():
+    for q, alpha in [(0.01, 2.0), (0.3, 1.25), (0.9, 8.0)]:
+        expected = opacus_rdp.compute_rdp(q=q, noise_multiplier=1.1, steps=20, orders=[alpha])[0]
+        assert conv.dpsgd_epsilon_alpha(1.1, q, 20, alpha) == pytest.approx(expected, rel=1e-14)
+
+
+@pytest.mark.parametrize("alpha", [1.25, 2.0, 8.0])
+def test_dpsgd_epsilon_alpha_monotone(alpha):
+    sigmas = [0.5, 0.8, 1.5, 3.0]
+    by_sigma = [conv.dpsgd_epsilon_alpha(s, 0.1, 10, alpha) for s in sigmas]
+    assert all(a > b for a, b in itertools.pairwise(by_sigma))
+    by_steps = [conv.dpsgd_epsilon_alpha(1.0, 0.1, t, alpha) for t in [1, 5, 50]]
+    assert all(a < b for a, b in itertools.pairwise(by_steps))
+    by_rate = [conv.dpsgd_epsilon_alpha(1.0, q, 10, alpha) for q in [0.01, 0.1, 0.5, 1.0]]
+    assert all(a < b for a, b in itertools.pairwise(by_rate))
+
+
+def test_dpsgd_epsilon_alpha_accepts_numpy_and_integral_steps():
+    reference = conv.dpsgd_epsilon_alpha(1.0, 0.5, 10, 2.0)
+    assert conv.dpsgd_epsilon_alpha(np.float32(1.0), np.float64(0.5), np.int64(10), 2) == (
+        pytest.approx(reference, rel=1e-7)
+    )
+    assert conv.dpsgd_epsilon_alpha(1.0, 0.5, 10.0, 2.0) == reference
+
+
+@pytest.mark.parametrize(("epsilon_alpha", "steps", "alpha"), [(2.0, 8, 2.0), (0.25, 1, 1.25)])
+def test_noise_multiplier_full_batch_closed_form(epsilon_alpha, steps, alpha):
+    sigma = conv.noise_multiplier_for_epsilon_alpha(epsilon_alpha, 1.0, steps, alpha)
+    assert sigma == pytest.approx(math.sqrt(steps * alpha / (2.0 * epsilon_alpha)), rel=1e-15)
+    assert conv.dpsgd_epsilon_alpha(sigma, 1.0, steps, alpha) == pytest.approx(
+        epsilon_alpha, rel=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("epsilon_alpha", "q", "steps", "alpha"),
+    [(1.0, 0.1, 50, 4.0), (0.05, 0.01, 1000, 2.0), (10.0, 0.5, 3, 2.0), (1.0, 0.01, 100, 1.25)],
+)
+def test_noise_multiplier_round_trips_when_subsampled(epsilon_alpha, q, steps, alpha):
+    # ε_α → σ → ε_α
+    sigma = conv.noise_multiplier_for_epsilon_alpha(epsilon_alpha, q, steps, alpha)
+    assert conv.dpsgd_epsilon_alpha(sigma, q, steps, alpha) == pytest.approx(
+        epsilon_alpha, rel=1e-6
+    )
+    # Subsampling amplifies privacy: less noise than full batch for the same claim.
+    assert sigma < conv.noise_multiplier_for_epsilon_alpha(epsilon_alpha, 1.0, steps, alpha)
+    # σ → ε_α → σ
+    sigma_2 = 1.3 * sigma
+    eps_2 = conv.dpsgd_epsilon_alpha(sigma_2, q, steps, alpha)
+    assert conv.noise_multiplier_for_epsilon_alpha(eps_2, q, steps, alpha) == pytest.approx(
+        sigma_2, rel=1e-6
+    )
+
+
+def test_gdp_mu_of_dpsgd_reference():
+    assert conv.gdp_mu_of_dpsgd(2.0, 16) == 2.0
+    assert conv.gdp_mu_of_dpsgd(np.float64(0.5), np.int32(9)) == 6.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input: ValueError naming the argument
+# ---------------------------------------------------------------------------------------------
+
+NAN, INF = float("nan"), float("inf")
+
+BAD_CALLS = [
+    # (function, args, kwargs, match)
+    (conv.rdp_of_gaussian_mechanism, (1.0, 1.0, 1.0), {}, "alpha"),
+    (conv.rdp_of_gaussian_mechanism, (NAN, 1.0, 1.0), {}, "alpha"),
+    (conv.rdp_of_gaussian_mechanism, (2.0, -1.0, 1.0), {}, "sensitivity"),
+    (conv.rdp_of_gaussian_mechanism, (2.0, INF, 1.0), {}, "sensitivity"),
+    (conv.rdp_of_gaussian_mechanism, (2.0, 1.0, 0.0), {}, "noise_std"),
+    (conv.rdp_of_gaussian_mechanism, (2.0, 1.0, NAN), {}, "noise_std"),
+    (conv.gdp_to_rdp, (-0.1, 2.0), {}, "mu"),
+    (conv.gdp_to_rdp, (NAN, 2.0), {}, "mu"),
+    (conv.gdp_to_rdp, (INF, 2.0), {}, "mu"),
+    (conv.gdp_to_rdp, (1.0, 1.0), {}, "alpha"),
+    (conv.gdp_to_rdp, (1.0, 0.5), {}, "alpha"),
+    (conv.gdp_to_rdp, (1.0, INF), {}, "alpha"),
+    (conv.gdp_to_rdp, (1.0, "2"), {}, "alpha"),
+    (conv.gdp_delta, (NAN, 1.0), {}, "epsilon"),
+    (conv.gdp_delta, (INF, 1.0), {}, "epsilon"),
+    (conv.gdp_delta, (-INF, 1.0), {}, "epsilon"),
+    (conv.gdp_delta, (1.0, -1.0), {}, "mu"),
+    (conv.gdp_delta, (1.0, NAN), {}, "mu"),
+    (conv.gdp_delta, (True, 1.0), {}, "epsilon"),
+    (conv.gdp_epsilon, (0.0, 1.0), {}, "delta"),
+    (conv.gdp_epsilon, (1.0, 1.0), {}, "delta"),
+    (conv.gdp_epsilon, (-0.1, 1.0), {}, "delta"),
+    (conv.gdp_epsilon, (NAN, 1.0), {}, "delta"),
+    (conv.gdp_epsilon, (1e-5, -1.0), {}, "mu"),
+    (conv.gdp_epsilon, (1e-5, INF), {}, "mu"),
+    (conv.gdp_mu, (-1.0, 1e-5), {}, "epsilon"),
+    (conv.gdp_mu, (NAN, 1e-5), {}, "epsilon"),
+    (conv.gdp_mu, (INF, 1e-5), {}, "epsilon"),
+    (conv.gdp_mu, (1.0, 0.0), {}, "delta"),
+    (conv.gdp_mu, (1.0, 1.0), {}, "delta"),
+    (conv.gdp_mu, (1.0, 2.0), {}, "delta"),
+    (conv.rdp_to_dp, (1.0, 2.0, 0.0), {}, "delta"),
+    (conv.rdp_to_dp, (1.0, 2.0, 1.0), {}, "delta"),
+    (conv.rdp_to_dp, (1.0, 2.0, NAN), {}, "delta"),
+    (conv.rdp_to_dp, (1.0, 2.0, 1e-5), {"method": "rdp"}, "method"),
+    (conv.rdp_to_dp, (1.0, 1.0, 1e-5), {}, "alpha"),
+    (conv.rdp_to_dp, (1.0, NAN, 1e-5), {}, "alpha"),
+    (conv.rdp_to_dp, ([1.0, 1.0], [2.0, 1.0], 1e-5), {}, "alpha"),
+    (conv.rdp_to_dp, ([1.0, 1.0], [2.0, INF], 1e-5), {}, "alpha"),
+    (conv.rdp_to_dp, ([], [], 1e-5), {}, "epsilon_alpha"),
+    (conv.rdp_to_dp, (-1.0, 2.0, 1e-5), {}, "epsilon_alpha"),
+    (conv.rdp_to_dp, (INF, 2.0, 1e-5), {}, "epsilon_alpha"),
+    (conv.rdp_to_dp, ([1.0, NAN], [2.0, 3.0], 1e-5), {}, "epsilon_alpha"),
+    (conv.rdp_to_dp, ([1.0, -1.0], [2.0, 3.0], 1e-5), {}, "epsilon_alpha"),
+    (conv.rdp_to_dp, ([1.0, 2.0], [2.0, 3.0, 4.0], 1e-5), {}, "same length"),
+    (conv.rdp_to_dp, ([[1.0]], [[2.0]], 1e-5), {}, "epsilon_alpha"),
+    (conv.dpsgd_epsilon_alpha, (0.0, 0.5, 10, 2.0), {}, "noise_multiplier"),
+    (conv.dpsgd_epsilon_alpha, (-1.0, 0.5, 10, 2.0), {}, "noise_multiplier"),
+    (conv.dpsgd_epsilon_alpha, (NAN, 0.5, 10, 2.0), {}, "noise_multiplier"),
+    (conv.dpsgd_epsilon_alpha, (1.0, 0.0, 10, 2.0), {}, "sample_rate"),
+    (conv.dpsgd_epsilon_alpha, (1.0, 1.5, 10, 2.0), {}, "sample_rate"),
+    (conv.dpsgd_epsilon_alpha, (1.0, -0.1, 10, 2.0), {}, "sample_rate"),
+    (conv.dpsgd_epsilon_alpha, (1.0, NAN, 10, 2.0), {}, "sample_rate"),
+    (conv.dpsgd_epsilon_alpha, (1.0, 0.5, 0, 2.0), {}, "steps"),
+    (conv.dpsgd_epsilon_alpha, (1.0, 0.5, -3, 2.0), {}, "steps"),
+    (conv.dpsgd_epsilon_alpha, (1.0, 0.5, 2.5, 2.0), {}, "steps"),
+    (conv.dpsgd_epsilon_alpha, (1.0, 0.5, True, 2.0), {}, "steps"),
+    (conv.dpsgd_epsilon_alpha, (1.0, 0.5, NAN, 2.0), {}, "steps"),
+    (conv.dpsgd_epsilon_alpha, (1.0, 0.5, "10", 2.0), {}, "steps"),
+    (conv.dpsgd_epsilon_alpha, (1.0, 0.5, 10, 1.0), {}, "alpha"),
+    (conv.dpsgd_epsilon_alpha, (1.0, 0.5, 10, NAN), {}, "alpha"),
+    (conv.noise_multiplier_for_epsilon_alpha, (0.0, 0.5, 10, 2.0), {}, "epsilon_alpha"),
+    (conv.noise_multiplier_for_epsilon_alpha, (-1.0, 0.5, 10, 2.0), {}, "epsilon_alpha"),
+    (conv.noise_multiplier_for_epsilon_alpha, (INF, 0.5, 10, 2.0), {}, "epsilon_alpha"),
+    (conv.noise_multiplier_for_epsilon_alpha, (1.0, 0.0, 10, 2.0), {}, "sample_rate"),
+    (conv.noise_multiplier_for_epsilon_alpha, (1.0, 1.01, 10, 2.0), {}, "sample_rate"),
+    (conv.noise_multiplier_for_epsilon_alpha, (1.0, 0.5, 0, 2.0), {}, "steps"),
+    (conv.noise_multiplier_for_epsilon_alpha, (1.0, 0.5, 1.5, 2.0), {}, "steps"),
+    (conv.noise_multiplier_for_epsilon_alpha, (1.0, 0.5, 10, 0.9), {}, "alpha"),
+    (conv.gdp_mu_of_dpsgd, (0.0, 10), {}, "noise_multiplier"),
+    (conv.gdp_mu_of_dpsgd, (INF, 10), {}, "noise_multiplier"),
+    (conv.gdp_mu_of_dpsgd, (1.0, 0), {}, "steps"),
+    (conv.gdp_mu_of_dpsgd, (1.0, 3.5), {}, "steps"),
+]
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "kwargs", "match"),
+    BAD_CALLS,
+    ids=[f"{f.__name__}-{i}" for i, (f, *_rest) in enumerate(BAD_CALLS)],
+)
+def test_bad_input_raises_value_error_naming_argument(function, args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        function(*args, **kwargs)
