@@ -6,5 +6,6 @@ neural critic, Markov and Hoeffding confidence bounds, and a Bernoulli TPR/FPR b
 """
 
 from rdpest._version import __version__
+from rdpest.dv import DVRenyiEstimator
 
-__all__ = ["__version__"]
+__all__ = ["DVRenyiEstimator", "__version__"]

@@ -1,0 +1,215 @@
+"""Base class shared by every Rényi divergence estimator of rdpest.
+
+It owns what all estimators have in common: the parameters ``alpha``, ``beta`` and ``direction``,
+validation of the two samples, the split of ``beta`` across directions, and the fitted attributes
+``divergence_``, ``lower_bound_``, ``certified_`` and ``directions_``. A subclass implements one
+direction, :meth:`RenyiEstimatorBase._fit_direction` (estimate D_α(P‖Q) from X ~ P and Y ~ Q), and
+the held-out score, :meth:`RenyiEstimatorBase._score_direction`.
+
+Directions (see ../shared/DESIGN.md): ``"forward"`` estimates D_α(P‖Q), ``"reverse"`` D_α(Q‖P) and
+``"max"`` the larger of the two, which is what an (α, ε_α)-RDP claim bounds because neighbouring is
+symmetric. With ``"max"`` each direction is certified at level β/2: if max(L_f, L_r) exceeded
+max(D_f, D_r) then one of the two bounds would exceed its own divergence, an event of probability at
+most β/2 + β/2 (union bound).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_array, check_is_fitted
+
+__all__ = ["DirectionResult", "RenyiEstimatorBase"]
+
+DIRECTIONS = ("forward", "reverse", "max")
+
+
+@dataclass
+class DirectionResult:
+    """What an estimator found in one direction (P‖Q for ``"forward"``, Q‖P for ``"reverse"``).
+
+    Attributes
+    ----------
+    divergence : float
+        Point estimate of D_α in the standard RDP scale.
+    lower_bound : float
+        One-sided lower confidence bound at the direction's level ``beta`` (clamped at 0, since
+        D_α >= 0; the unclamped value is ``details["raw_lower_bound"]`` where it exists).
+    beta : float
+        The error level spent on this direction.
+    upper_bound : float
+        Upper confidence bound where the estimator has one, else ``nan``.
+    details : dict
+        Estimator-specific diagnostics (window, split sizes, epochs, ...).
+    """
+
+    divergence: float
+    lower_bound: float
+    beta: float
+    upper_bound: float = math.nan
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class RenyiEstimatorBase(BaseEstimator):
+    """Common behaviour of rdpest's estimators of D_α between the laws of two samples.
+
+    ``fit(X, Y)`` takes X ~ P and Y ~ Q, array-likes of shape (n,) or (n, d); the two may have
+    different numbers of rows. Not meant to be used directly: see :class:`rdpest.DVRenyiEstimator`.
+    """
+
+    _parameter_constraints: dict = {
+        "alpha": [Interval(Real, 1, None, closed="neither")],
+        "beta": [Interval(Real, 0, 1, closed="neither")],
+        "direction": [StrOptions(set(DIRECTIONS))],
+    }
+
+    #: whether the estimator's lower bound is valid with no assumption beyond i.i.d. samples;
+    #: subclasses refine this per fit (e.g. Markov is certified only with an exact log ratio).
+    _certified = True
+
+    # ------------------------------------------------------------------ subclass interface
+    def _min_samples(self) -> int:
+        """Fewest samples per side that the estimator's splits need."""
+        return 2
+
+    def _fit_direction(
+        self, X, Y, beta: float, seed: int, direction: str
+    ) -> DirectionResult:  # pragma: no cover
+        raise NotImplementedError
+
+    def _score_direction(self, X, Y, direction: str) -> float:  # pragma: no cover
+        raise NotImplementedError
+
+    def _check_params(self) -> None:
+        """Cross-parameter checks that constraints cannot express (override as needed)."""
+
+    # ------------------------------------------------------------------ validation
+    def _validate_samples(self, X, Y, *, reset: bool) -> tuple[np.ndarray, np.ndarray]:
+        if Y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None: "
+                "fit(X, Y) needs two samples, X ~ P and Y ~ Q"
+            )
+        arrays = []
+        for data, name in ((X, "X"), (Y, "Y")):
+            try:
+                arr = check_array(
+                    data,
+                    ensure_2d=False,
+                    allow_nd=True,
+                    dtype=np.float64,
+                    ensure_all_finite=True,
+                    input_name=name,
+                    ensure_min_samples=1,
+                )
+            except ValueError as exc:
+                raise ValueError(
+                    f"{name} (the sample from {'P' if name == 'X' else 'Q'}): {exc}"
+                ) from None
+            if arr.ndim == 0:
+                raise ValueError(f"{name} must be an array of samples, got a scalar")
+            if arr.ndim > 2:
+                raise ValueError(
+                    f"{name} must have shape (n,) or (n, d), got {arr.ndim}-D shape {arr.shape}"
+                )
+            arrays.append(arr.reshape(-1, 1) if arr.ndim == 1 else arr)
+        P, Q = arrays
+        if P.shape[1] != Q.shape[1]:
+            raise ValueError(
+                f"X and Y must have the same number of features, got {P.shape[1]} and {Q.shape[1]}"
+            )
+        if reset:
+            self.n_features_in_ = P.shape[1]
+        elif P.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {P.shape[1]} features, but {type(self).__name__} was fitted with "
+                f"{self.n_features_in_} features"
+            )
+        needed = self._min_samples()
+        for arr, name in ((P, "X"), (Q, "Y")):
+            if reset and arr.shape[0] < needed:
+                raise ValueError(
+                    f"{name} has {arr.shape[0]} samples; {type(self).__name__} with these "
+                    f"parameters needs at least {needed} per sample"
+                )
+        return P, Q
+
+    # ------------------------------------------------------------------ public API
+    def fit(self, X, Y=None):
+        """Estimate D_α between the laws of X and Y and a lower confidence bound on it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_p,) or (n_p, d)
+            Sample from P.
+        Y : array-like of shape (n_q,) or (n_q, d)
+            Sample from Q.
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        self._check_params()
+        P, Q = self._validate_samples(X, Y, reset=True)
+        seed_forward, seed_reverse = np.random.default_rng(
+            _seed_of(getattr(self, "random_state", None))
+        ).integers(0, 2**31 - 1, size=2)
+        beta = float(self.beta)
+        self.directions_: dict[str, DirectionResult] = {}
+        if self.direction in ("forward", "max"):
+            beta_f = beta / 2 if self.direction == "max" else beta
+            self.directions_["forward"] = self._fit_direction(
+                P, Q, beta_f, int(seed_forward), "forward"
+            )
+        if self.direction in ("reverse", "max"):
+            beta_r = beta / 2 if self.direction == "max" else beta
+            self.directions_["reverse"] = self._fit_direction(
+                Q, P, beta_r, int(seed_reverse), "reverse"
+            )
+        results = list(self.directions_.values())
+        self.divergence_ = float(max(r.divergence for r in results))
+        self.lower_bound_ = float(max(r.lower_bound for r in results))
+        self.certified_ = bool(self._certified)
+        return self
+
+    def score(self, X, Y=None) -> float:
+        """Held-out estimate of D_α on new samples with everything fitted kept fixed.
+
+        Higher is better, so that ``GridSearchCV`` and ``cross_val_score`` pick the estimator whose
+        fitted statistic separates the new samples best. With ``direction="max"`` the larger of the
+        two directions' scores.
+        """
+        check_is_fitted(self, "directions_")
+        P, Q = self._validate_samples(X, Y, reset=False)
+        scores = []
+        if "forward" in self.directions_:
+            scores.append(self._score_direction(P, Q, "forward"))
+        if "reverse" in self.directions_:
+            scores.append(self._score_direction(Q, P, "reverse"))
+        return float(max(scores))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # Y is the second sample, not a target: fit(X) alone is meaningless.
+        tags.target_tags.required = True
+        return tags
+
+
+def _seed_of(random_state) -> int | None:
+    """An integer seed from ``None``, an int or a ``RandomState``/``Generator`` (drawn once)."""
+    if random_state is None or isinstance(random_state, Integral):
+        return None if random_state is None else int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**31 - 1))
+    raise ValueError(
+        f"random_state must be None, an int or a numpy generator, got {random_state!r}"
+    )

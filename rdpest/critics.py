@@ -1,0 +1,80 @@
+"""Torch critic networks and device selection for the DV estimator.
+
+The critic maps a raw sample x to g(x) = M · tanh(h(z)/M), where z is x standardised with
+statistics of the training split (stored as buffers, so the module is self-contained) and h is
+an MLP. The bound M keeps the Donsker–Varadhan objective finite: unbounded critics make it
+diverge on finite samples (PAPER_NOTES.md, "Measured here"), while M · tanh(·/M) is the
+identity for |h| << M.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["ACTIVATIONS", "BoundedMLP", "resolve_device"]
+
+ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU}
+
+
+class BoundedMLP(nn.Module):
+    """MLP critic with standardised inputs and output bounded in (−M, M).
+
+    Parameters
+    ----------
+    input_mean, input_scale : torch.Tensor of shape (d,)
+        Standardisation statistics (from the training split).
+    hidden_layer_sizes : tuple of int
+        Width of each hidden layer; empty for a linear critic.
+    activation : str
+        One of ``ACTIVATIONS``.
+    output_bound : float
+        M in g = M · tanh(h / M).
+
+    Examples
+    --------
+    >>> critic = BoundedMLP(torch.zeros(2), torch.ones(2), (8,), "relu", 5.0)
+    >>> critic(torch.zeros(3, 2)).shape
+    torch.Size([3])
+    """
+
+    def __init__(self, input_mean, input_scale, hidden_layer_sizes, activation, output_bound):
+        super().__init__()
+        self.register_buffer("input_mean", torch.as_tensor(input_mean, dtype=torch.float32))
+        self.register_buffer("input_scale", torch.as_tensor(input_scale, dtype=torch.float32))
+        self.output_bound = float(output_bound)
+        layers: list[nn.Module] = []
+        width = self.input_mean.numel()
+        for size in hidden_layer_sizes:
+            layers += [nn.Linear(width, int(size)), ACTIVATIONS[activation]()]
+            width = int(size)
+        layers.append(nn.Linear(width, 1))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.net((x - self.input_mean) / self.input_scale).squeeze(-1)
+        return self.output_bound * torch.tanh(h / self.output_bound)
+
+
+def resolve_device(device: str) -> torch.device:
+    """Turn ``"auto" | "cpu" | "cuda" | "cuda:N"`` into a torch device, or raise ValueError.
+
+    Examples
+    --------
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    """
+    if not isinstance(device, str):
+        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cpu":
+        return torch.device("cpu")
+    if device == "cuda" or device.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"device={device!r} was requested but CUDA is not available on this machine; "
+                "use device='auto' or 'cpu'"
+            )
+        return torch.device(device)
+    raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
