@@ -59,7 +59,7 @@ def _unit_interval(x, lower, upper, name: str = "x") -> tuple[np.ndarray, float,
     if not upper > lower:
         raise ValueError(f"upper must be greater than lower, got lower={lower}, upper={upper}")
     # A tiny tolerance absorbs rounding of values computed exactly at an endpoint.
-    tol = 1e-12 * (upper - lower)
+    tol = 1e-12 * max(upper - lower, abs(lower), abs(upper))
     if x.min() < lower - tol or x.max() > upper + tol:
         raise ValueError(
             f"{name} must lie in [lower, upper] = [{lower}, {upper}], "

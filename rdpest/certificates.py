@@ -106,8 +106,12 @@ def certified_dv_bracket(
         return Certificate(0.0, (lo, hi), 1.0, 1.0)
     a = np.exp((alpha - 1.0) * (np.clip(g_p, lo, hi) - hi))
     b = np.exp(alpha * (np.clip(g_q, lo, hi) - hi))
-    a_lower = mean_lower_bound(a, beta / 2, math.exp(-(alpha - 1.0) * width), 1.0, method=method)
-    b_upper = mean_upper_bound(b, beta / 2, math.exp(-alpha * width), 1.0, method=method)
+    # The ranges' lower ends are computed exactly as the values are (same expression, same
+    # rounding), so the clipped extremes lie inside them.
+    a_min = float(np.exp((alpha - 1.0) * (lo - hi)))
+    b_min = float(np.exp(alpha * (lo - hi)))
+    a_lower = mean_lower_bound(a, beta / 2, a_min, 1.0, method=method)
+    b_upper = mean_upper_bound(b, beta / 2, b_min, 1.0, method=method)
     bound = alpha / (alpha - 1.0) * math.log(a_lower) - math.log(b_upper)
     return Certificate(float(bound), (lo, hi), float(a_lower), float(b_upper))
 
