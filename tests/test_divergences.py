@@ -1,0 +1,502 @@
+"""Tests of rdpest.divergences: closed forms against quadrature, edge cases, Opacus, bad input."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from opacus.accountants.analysis.rdp import compute_rdp
+from scipy import integrate, special
+
+from rdpest import divergences as dv
+
+ALPHAS = [1.01, 1.25, 2.0, 8.0]
+# Closed forms and quadrature are both accurate to ~1e-12; the required agreement is 1e-6.
+QUAD_TOL = {"rel": 1e-6, "abs": 1e-12}
+
+
+def _gaussian_logpdf(mean, std):
+    return lambda x: (
+        -0.5 * ((np.asarray(x) - mean) / std) ** 2 - math.log(std) - 0.5 * math.log(2.0 * math.pi)
+    )
+
+
+def _laplace_logpdf(loc, scale):
+    return lambda x: -np.abs(np.asarray(x) - loc) / scale - math.log(2.0 * scale)
+
+
+def _subsampled_logpdfs(q, sigma):
+    log_q_density = _gaussian_logpdf(0.0, sigma)
+    log_shifted = _gaussian_logpdf(1.0, sigma)
+
+    def log_p_density(x):
+        return np.logaddexp(math.log1p(-q) + log_q_density(x), math.log(q) + log_shifted(x))
+
+    return log_p_density, log_q_density
+
+
+def _binomial_subsampled(alpha: int, q: float, sigma: float) -> float:
+    """Forward divergence for integer α (Mironov, Talwar & Zhang 2019, Sec. 3.3), in log space.
+
+    E = Σ_k C(α,k) (1−q)^{α−k} q^k exp((k²−k)/(2σ²)); the k = 0, 1 terms and the "1" of every
+    exponential sum to exactly 1, so E − 1 = Σ_{k>=2} C(α,k)(1−q)^{α−k} q^k expm1((k²−k)/(2σ²)),
+    which keeps tiny divergences accurate.
+    """
+    if q == 1.0:
+        return alpha / (2.0 * sigma**2)
+    k = np.arange(2, alpha + 1)
+    exponent = (k * k - k) / (2.0 * sigma**2)
+    log_expm1 = exponent + np.log(-np.expm1(-exponent))
+    log_terms = (
+        np.log(special.comb(alpha, k)) + (alpha - k) * math.log1p(-q) + k * math.log(q) + log_expm1
+    )
+    return float(np.logaddexp(0.0, special.logsumexp(log_terms))) / (alpha - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Univariate Gaussian
+# ---------------------------------------------------------------------------------------------
+
+
+def _near_boundary_std(alpha: float) -> float:
+    # σ_p > σ_q = 1 with s² = α + (1−α)σ_p² = 0.05: finite but close to the infinite boundary.
+    return math.sqrt((alpha - 0.05) / (alpha - 1.0))
+
+
+@pytest.mark.parametrize("alpha", ALPHAS)
+@pytest.mark.parametrize(
+    "stds", [(1.0, 1.0), (0.5, 1.0), (1.0, 2.0), (1.5, 1.3), (2.0, 0.7), "boundary"]
+)
+def test_gaussian_closed_form_matches_quadrature(alpha, stds):
+    std_p, std_q = (_near_boundary_std(alpha), 1.0) if stds == "boundary" else stds
+    s2 = alpha * std_q**2 + (1 - alpha) * std_p**2
+    for mean_p in (0.0, 0.5, -3.0):
+        _check_gaussian_against_quadrature(alpha, mean_p, std_p, 0.25, std_q, s2)
+
+
+def _check_gaussian_against_quadrature(alpha, mean_p, std_p, mean_q, std_q, s2):
+    closed = dv.gaussian_renyi_divergence(alpha, mean_p, std_p, mean_q, std_q)
+    if s2 <= 0:
+        assert closed == math.inf
+        return
+    # The integrand p^α q^{1−α} is a Gaussian with variance σ_p²σ_q²/s² centred at c.
+    width = std_p * std_q / math.sqrt(s2)
+    centre = (alpha * mean_p * std_q**2 + (1 - alpha) * mean_q * std_p**2) / s2
+    numeric = dv.renyi_divergence_quadrature(
+        alpha,
+        _gaussian_logpdf(mean_p, std_p),
+        _gaussian_logpdf(mean_q, std_q),
+        lower=centre - 40 * width,
+        upper=centre + 40 * width,
+    )
+    assert numeric == pytest.approx(closed, **QUAD_TOL)
+
+
+def test_gaussian_known_values_and_edges():
+    # Equal variances: α Δμ² / (2σ²).
+    assert dv.gaussian_renyi_divergence(3.0, 2.0, 2.0, 0.0, 2.0) == pytest.approx(1.5, rel=1e-14)
+    # P = Q gives exactly 0, including for α close to 1.
+    for alpha in (1.0001, 1.01, 2.0, 64.0):
+        assert dv.gaussian_renyi_divergence(alpha, 0.3, 1.7, 0.3, 1.7) == 0.0
+    # Infinite boundary: s² = α σ_q² + (1−α) σ_p² = 0 at σ_p² = α/(α−1) σ_q² (α = 2: σ_p = √2).
+    assert dv.gaussian_renyi_divergence(2.0, 0.0, math.sqrt(2.0) * 1.0001, 0.0, 1.0) == math.inf
+    assert dv.gaussian_renyi_divergence(2.0, 0.0, 3.0, 0.0, 1.0) == math.inf
+    finite = dv.gaussian_renyi_divergence(2.0, 0.0, math.sqrt(2.0) * 0.9999, 0.0, 1.0)
+    assert finite == pytest.approx(
+        -0.5 * math.log(2 * 0.9999**2) - 0.5 * math.log(2 - 2 * 0.9999**2)
+    )
+    # σ_p ≈ σ_q: D ≈ α v²/4 with v = σ_p²/σ_q² − 1, no cancellation error.
+    v = 2e-7
+    d = dv.gaussian_renyi_divergence(2.0, 0.0, math.sqrt(1.0 + v), 0.0, 1.0)
+    assert d == pytest.approx(2.0 * v**2 / 4.0, rel=1e-5)
+    assert isinstance(d, float)
+
+
+def _assert_nonnegative_nondecreasing(low: float, high: float) -> None:
+    # Rényi divergences are nonnegative and non-decreasing in the order (van Erven & Harremoës
+    # 2014, Thm 3); a 1e-12 relative slack absorbs rounding.
+    assert low >= 0.0
+    if low == math.inf:
+        assert high == math.inf
+    else:
+        assert high >= low - 1e-12 * max(1.0, low)
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(
+    alpha=st.floats(1.001, 50.0),
+    step=st.floats(0.0, 10.0),
+    mean_p=st.floats(-5.0, 5.0),
+    std_p=st.floats(0.1, 5.0),
+    std_q=st.floats(0.1, 5.0),
+)
+def test_gaussian_nonnegative_and_nondecreasing_in_alpha(alpha, step, mean_p, std_p, std_q):
+    low = dv.gaussian_renyi_divergence(alpha, mean_p, std_p, 0.0, std_q)
+    high = dv.gaussian_renyi_divergence(alpha + step, mean_p, std_p, 0.0, std_q)
+    _assert_nonnegative_nondecreasing(low, high)
+
+
+# ---------------------------------------------------------------------------------------------
+# Multivariate Gaussian
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", ALPHAS)
+def test_multivariate_diagonal_is_sum_of_univariate(alpha):
+    mean_p, mean_q = np.array([0.3, -1.0, 2.0]), np.array([0.0, 0.5, 1.0])
+    var_p, var_q = np.array([1.0, 0.5, 1.1]), np.array([1.2, 0.7, 1.0])
+    joint = dv.multivariate_gaussian_renyi_divergence(
+        alpha, mean_p, np.diag(var_p), mean_q, np.diag(var_q)
+    )
+    parts = [
+        dv.gaussian_renyi_divergence(alpha, mp, math.sqrt(vp), mq, math.sqrt(vq))
+        for mp, vp, mq, vq in zip(mean_p, var_p, mean_q, var_q, strict=True)
+    ]
+    assert joint == pytest.approx(sum(parts), rel=1e-12)
+
+
+def test_multivariate_one_dimension_and_infinite_cases():
+    assert dv.multivariate_gaussian_renyi_divergence(
+        1.5, [1.0], [[2.0]], [0.0], [[1.5]]
+    ) == pytest.approx(dv.gaussian_renyi_divergence(1.5, 1.0, math.sqrt(2.0), 0.0, math.sqrt(1.5)))
+    # One coordinate past the boundary (α = 2: variance ratio 3 > α/(α−1) = 2) makes D infinite.
+    assert (
+        dv.multivariate_gaussian_renyi_divergence(
+            2.0, [0, 0], np.diag([3.0, 1.0]), [0, 0], np.eye(2)
+        )
+        == math.inf
+    )
+    cov = np.array([[1.0, 0.4], [0.4, 2.0]])
+    assert dv.multivariate_gaussian_renyi_divergence(4.0, [1, 2], cov, [1, 2], cov) == 0.0
+
+
+def test_multivariate_rotation_invariance():
+    rng = np.random.default_rng(3)
+    a_p, a_q = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+    cov_p, cov_q = a_p @ a_p.T + np.eye(3), a_q @ a_q.T + 3 * np.eye(3)
+    mean_p, mean_q = rng.normal(size=3), rng.normal(size=3)
+    rotation, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    for alpha in (1.25, 1.6):
+        base = dv.multivariate_gaussian_renyi_divergence(alpha, mean_p, cov_p, mean_q, cov_q)
+        rotated = dv.multivariate_gaussian_renyi_divergence(
+            alpha,
+            rotation @ mean_p + 5.0,
+            rotation @ cov_p @ rotation.T,
+            rotation @ mean_q + 5.0,
+            rotation @ cov_q @ rotation.T,
+        )
+        assert math.isfinite(base)
+        assert rotated == pytest.approx(base, rel=1e-10)
+
+
+def test_multivariate_matches_two_dimensional_quadrature():
+    alpha = 2.0
+    mean_p, mean_q = np.array([0.5, -0.3]), np.zeros(2)
+    cov_p = np.array([[1.0, 0.3], [0.3, 0.8]])
+    cov_q = np.array([[1.2, -0.2], [-0.2, 1.0]])
+    prec_p, prec_q = np.linalg.inv(cov_p), np.linalg.inv(cov_q)
+    logdet_p, logdet_q = np.linalg.slogdet(cov_p)[1], np.linalg.slogdet(cov_q)[1]
+
+    def log_integrand(y, x):
+        z = np.array([x, y])
+        log_p = -0.5 * (z - mean_p) @ prec_p @ (z - mean_p) - 0.5 * logdet_p - math.log(2 * math.pi)
+        log_q = -0.5 * (z - mean_q) @ prec_q @ (z - mean_q) - 0.5 * logdet_q - math.log(2 * math.pi)
+        return alpha * log_p + (1 - alpha) * log_q
+
+    # Σ_α = αΣ_q + (1−α)Σ_p has eigenvalues >= 0.9 here, so ±15 holds all but e^{-100} of the mass.
+    moment, _ = integrate.dblquad(
+        lambda y, x: math.exp(log_integrand(y, x)), -15, 15, -15, 15, epsabs=1e-11, epsrel=1e-10
+    )
+    numeric = math.log(moment) / (alpha - 1)
+    closed = dv.multivariate_gaussian_renyi_divergence(alpha, mean_p, cov_p, mean_q, cov_q)
+    assert numeric == pytest.approx(closed, **QUAD_TOL)
+
+
+# ---------------------------------------------------------------------------------------------
+# Laplace
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", ALPHAS)
+@pytest.mark.parametrize("scale", [0.5, 3.0])
+def test_laplace_closed_form_matches_quadrature(alpha, scale):
+    for shift in (-2.0, 0.1, 1.0, 5.0):
+        closed = dv.laplace_renyi_divergence(alpha, shift, scale)
+        numeric = dv.renyi_divergence_quadrature(
+            alpha,
+            _laplace_logpdf(shift, scale),
+            _laplace_logpdf(0.0, scale),
+            lower=-abs(shift) - 80 * scale,
+            upper=abs(shift) + 80 * scale,
+            points=[0.0, shift],
+        )
+        assert numeric == pytest.approx(closed, **QUAD_TOL), shift
+
+
+def test_laplace_edges():
+    assert dv.laplace_renyi_divergence(2.0, 0.0) == 0.0
+    assert dv.laplace_renyi_divergence(2.0, 1.5, 2.0) == dv.laplace_renyi_divergence(2.0, -0.75)
+    # Small shift: D ≈ α d²/2 (second order), computed without cancellation.
+    assert dv.laplace_renyi_divergence(3.0, 1e-6) == pytest.approx(1.5e-12, rel=1e-5)
+    # Large shift: no overflow, D → d − log((2α−1)/α)/(α−1).
+    assert dv.laplace_renyi_divergence(2.0, 1e4) == pytest.approx(1e4 - math.log(1.5), rel=1e-14)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bernoulli
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [1.01, 2.0, 30.0])
+@pytest.mark.parametrize("p, q", [(0.3, 0.6), (0.9, 0.1), (0.01, 0.5), (0.5, 0.999)])
+def test_bernoulli_matches_definition(alpha, p, q):
+    moment = p**alpha * q ** (1 - alpha) + (1 - p) ** alpha * (1 - q) ** (1 - alpha)
+    expected = math.log(moment) / (alpha - 1)
+    assert dv.bernoulli_renyi_divergence(alpha, p, q) == pytest.approx(expected, rel=1e-12)
+
+
+def test_bernoulli_edges():
+    assert dv.bernoulli_renyi_divergence(2.0, 0.37, 0.37) == 0.0
+    for p in (0.0, 1.0):
+        assert dv.bernoulli_renyi_divergence(2.0, p, p) == 0.0
+    # A term with p-part 0 contributes nothing: D = log(1/(1−q)^{α−1})/(α−1) = −log(1−q).
+    assert dv.bernoulli_renyi_divergence(3.0, 0.0, 0.5) == pytest.approx(math.log(2.0), rel=1e-14)
+    assert dv.bernoulli_renyi_divergence(3.0, 1.0, 0.25) == pytest.approx(math.log(4.0), rel=1e-14)
+    # Positive p-part over a zero q-part: infinite.
+    assert dv.bernoulli_renyi_divergence(2.0, 0.1, 0.0) == math.inf
+    assert dv.bernoulli_renyi_divergence(2.0, 0.9, 1.0) == math.inf
+    # p close to q: D ≈ α (p−q)² / (2 q(1−q)) (the χ² approximation), no cancellation.
+    delta = 1e-7
+    expected = 2.0 * delta**2 / (2 * 0.3 * 0.7)
+    assert dv.bernoulli_renyi_divergence(2.0, 0.3 + delta, 0.3) == pytest.approx(expected, rel=1e-5)
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(
+    alpha=st.floats(1.001, 100.0),
+    step=st.floats(0.0, 10.0),
+    p=st.floats(0.0, 1.0),
+    q=st.floats(0.0, 1.0),
+)
+def test_bernoulli_nonnegative_and_nondecreasing_in_alpha(alpha, step, p, q):
+    low = dv.bernoulli_renyi_divergence(alpha, p, q)
+    high = dv.bernoulli_renyi_divergence(alpha + step, p, q)
+    _assert_nonnegative_nondecreasing(low, high)
+
+
+# ---------------------------------------------------------------------------------------------
+# Subsampled Gaussian
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [2, 3, 8, 32, 64])
+def test_subsampled_matches_binomial_expansion(alpha):
+    for sigma in (0.3, 1.0, 5.0, 100.0):
+        for q in (1e-3, 0.2, 0.5, 0.99):
+            value = dv.subsampled_gaussian_renyi_divergence(alpha, q, sigma)
+            expected = _binomial_subsampled(alpha, q, sigma)
+            assert value == pytest.approx(expected, rel=1e-10), (sigma, q)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse"])
+@pytest.mark.parametrize(
+    "alpha, q, sigma", [(1.01, 0.3, 0.5), (1.5, 0.2, 1.0), (4.5, 0.5, 0.8), (12.0, 0.05, 3.0)]
+)
+def test_subsampled_matches_generic_quadrature(direction, alpha, q, sigma):
+    log_p, log_q = _subsampled_logpdfs(q, sigma)
+    if direction == "reverse":
+        log_p, log_q = log_q, log_p
+    generic = dv.renyi_divergence_quadrature(
+        alpha, log_p, log_q, lower=-alpha - 40 * sigma, upper=alpha + 40 * sigma
+    )
+    value = dv.subsampled_gaussian_renyi_divergence(alpha, q, sigma, direction=direction)
+    assert value == pytest.approx(generic, rel=1e-8)
+
+
+def test_subsampled_edges():
+    for direction in ("forward", "reverse"):
+        assert dv.subsampled_gaussian_renyi_divergence(3.0, 1.0, 2.0, direction) == 3.0 / 8.0
+        assert dv.subsampled_gaussian_renyi_divergence(3.0, 0.0, 2.0, direction) == 0.0
+    # Continuity at q → 1 (the mixture path of the code, not the closed-form shortcut).
+    near_one = dv.subsampled_gaussian_renyi_divergence(2.5, 1 - 1e-9, 0.7)
+    assert near_one == pytest.approx(2.5 / (2 * 0.49), rel=1e-7)
+    # Tiny divergences keep their relative accuracy (E − 1 is integrated, not E).
+    assert dv.subsampled_gaussian_renyi_divergence(2, 1e-3, 1e3) == pytest.approx(
+        _binomial_subsampled(2, 1e-3, 1e3), rel=1e-10
+    )
+    # Forward exceeds reverse for the subsampled Gaussian at these settings (a known asymmetry).
+    forward = dv.subsampled_gaussian_renyi_divergence(4.0, 0.1, 1.0, "forward")
+    reverse = dv.subsampled_gaussian_renyi_divergence(4.0, 0.1, 1.0, "reverse")
+    assert forward > reverse > 0.0
+
+
+# Opacus's compute_rdp (one step) is the forward divergence. It sums log-space series, so its
+# error is absolute, about 1e-13 on the log-moment (α−1)·D: its relative error grows as D → 0
+# (1e-5 and worse at D < 1e-9, e.g. q = 1e-4, σ >= 5). The comparison therefore allows 1e-12 on
+# (α−1)·D plus 1e-8 relative. Outside this grid, Opacus's fractional-α series breaks down for
+# large fractional α with large σ and q near 1/2 (e.g. α = 63.5, σ = 30, q = 0.5: Opacus returns
+# −0.668 where the divergence is 0.00898; α = 50.5, σ >= 20, q in [0.45, 0.55] is also wrong), so
+# fractional orders are kept at 33.3 or below; see test_subsampled_where_opacus_fails.
+@pytest.mark.parametrize("alpha", [1.01, 1.25, 2.5, 12.5, 33.3, 2.0, 8.0, 64.0])
+def test_subsampled_matches_opacus(alpha):
+    for sigma in (0.5, 1.0, 4.0, 20.0):
+        for q in (0.01, 0.2, 0.5, 0.9):
+            opacus = float(compute_rdp(q=q, noise_multiplier=sigma, steps=1, orders=[alpha])[0])
+            value = dv.subsampled_gaussian_renyi_divergence(alpha, q, sigma)
+            slack = 1e-12 + 1e-8 * (alpha - 1) * value
+            assert abs(value - opacus) * (alpha - 1) <= slack, (sigma, q, value, opacus)
+
+
+def test_subsampled_where_opacus_fails():
+    # In Opacus's failure regime the value must still lie between the exact integer-order values
+    # around it (D_α is non-decreasing in α) and close to the small-q/large-σ approximation.
+    value = dv.subsampled_gaussian_renyi_divergence(63.5, 0.5, 30.0)
+    assert _binomial_subsampled(63, 0.5, 30.0) <= value <= _binomial_subsampled(64, 0.5, 30.0)
+    assert value == pytest.approx(63.5 * 0.25 / (2 * 30.0**2), rel=0.2)
+
+
+@pytest.mark.parametrize("direction", ["forward", "reverse"])
+def test_subsampled_nondecreasing_in_alpha(direction):
+    alphas = [1.01, 1.1, 1.5, 2.0, 2.7, 4.0, 9.5, 16.0, 40.0, 64.0]
+    values = [dv.subsampled_gaussian_renyi_divergence(a, 0.3, 0.9, direction) for a in alphas]
+    assert all(b >= a for a, b in itertools.pairwise(values))
+
+
+# ---------------------------------------------------------------------------------------------
+# Generic quadrature
+# ---------------------------------------------------------------------------------------------
+
+
+def test_quadrature_infinite_and_edge_cases():
+    def log_uniform(width):
+        def logpdf(x):
+            x = np.asarray(x)
+            inside = (x >= 0) & (x <= width)
+            return np.where(inside, -math.log(width), -np.inf)
+
+        return logpdf
+
+    # P = U(0, 2) puts mass where Q = U(0, 1) has none.
+    assert (
+        dv.renyi_divergence_quadrature(2.0, log_uniform(2.0), log_uniform(1.0), -1, 3) == math.inf
+    )
+    # The other way round: D_α(U(0,1) ‖ U(0,2)) = log 2 for every α.
+    value = dv.renyi_divergence_quadrature(
+        3.0, log_uniform(1.0), log_uniform(2.0), -1.0, 3.0, points=[0.0, 1.0, 2.0]
+    )
+    assert value == pytest.approx(math.log(2.0), rel=1e-9)
+    # Huge moments do not overflow: α Δμ²/2 = 8 · 30² / 2 = 3600, E = e^{25200}.
+    huge = dv.renyi_divergence_quadrature(
+        8.0, _gaussian_logpdf(30.0, 1.0), _gaussian_logpdf(0.0, 1.0), 200.0, 280.0
+    )
+    assert huge == pytest.approx(3600.0, rel=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.5, -2.0, math.nan, math.inf, "2", None, True])
+def test_bad_alpha_rejected_everywhere(alpha):
+    calls = [
+        lambda: dv.gaussian_renyi_divergence(alpha, 0, 1, 0, 1),
+        lambda: dv.multivariate_gaussian_renyi_divergence(alpha, [0], [[1]], [0], [[1]]),
+        lambda: dv.laplace_renyi_divergence(alpha, 1.0),
+        lambda: dv.bernoulli_renyi_divergence(alpha, 0.5, 0.5),
+        lambda: dv.subsampled_gaussian_renyi_divergence(alpha, 0.5, 1.0),
+        lambda: dv.renyi_divergence_quadrature(
+            alpha, _gaussian_logpdf(0, 1), _gaussian_logpdf(0, 1), -1, 1
+        ),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match="alpha"):
+            call()
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: dv.gaussian_renyi_divergence(2, 0, 0.0, 0, 1), "std_p"),
+        (lambda: dv.gaussian_renyi_divergence(2, 0, 1, 0, -1.0), "std_q"),
+        (lambda: dv.gaussian_renyi_divergence(2, math.nan, 1, 0, 1), "mean_p"),
+        (lambda: dv.gaussian_renyi_divergence(2, 0, 1, math.inf, 1), "mean_q"),
+        (lambda: dv.laplace_renyi_divergence(2, math.nan), "shift"),
+        (lambda: dv.laplace_renyi_divergence(2, 1.0, scale=0.0), "scale"),
+        (lambda: dv.bernoulli_renyi_divergence(2, 1.5, 0.5), "p"),
+        (lambda: dv.bernoulli_renyi_divergence(2, 0.5, -0.1), "q"),
+        (lambda: dv.subsampled_gaussian_renyi_divergence(2, 1.2, 1.0), "sampling_rate"),
+        (lambda: dv.subsampled_gaussian_renyi_divergence(2, 0.5, 0.0), "noise_multiplier"),
+        (lambda: dv.subsampled_gaussian_renyi_divergence(2, 0.5, 1.0, "max"), "direction"),
+        (
+            lambda: dv.multivariate_gaussian_renyi_divergence(2, [0, 0], np.eye(2), [0], [[1]]),
+            "mean_p and mean_q",
+        ),
+        (
+            lambda: dv.multivariate_gaussian_renyi_divergence(
+                2, [0, 0], np.eye(3), [0, 0], np.eye(2)
+            ),
+            "cov_p",
+        ),
+        (
+            lambda: dv.multivariate_gaussian_renyi_divergence(
+                2, [0, 0], np.eye(2), [0, 0], [[1.0, 0.5], [0.0, 1.0]]
+            ),
+            "cov_q must be symmetric",
+        ),
+        (
+            lambda: dv.multivariate_gaussian_renyi_divergence(
+                2, [0, 0], [[1.0, 2.0], [2.0, 1.0]], [0, 0], np.eye(2)
+            ),
+            "cov_p must be positive definite",
+        ),
+        (
+            lambda: dv.multivariate_gaussian_renyi_divergence(
+                2, [[0, 0]], np.eye(2), [0, 0], np.eye(2)
+            ),
+            "mean_p",
+        ),
+        (
+            lambda: dv.multivariate_gaussian_renyi_divergence(
+                2, [0, 0], np.eye(2), [0, np.nan], np.eye(2)
+            ),
+            "mean_q",
+        ),
+        (
+            lambda: dv.renyi_divergence_quadrature(
+                2, _gaussian_logpdf(0, 1), _gaussian_logpdf(0, 1), 1, 1
+            ),
+            "lower",
+        ),
+        (
+            lambda: dv.renyi_divergence_quadrature(2, "norm", _gaussian_logpdf(0, 1), -1, 1),
+            "logpdf_p",
+        ),
+        (
+            lambda: dv.renyi_divergence_quadrature(2, _gaussian_logpdf(0, 1), None, -1, 1),
+            "logpdf_q",
+        ),
+        (
+            lambda: dv.renyi_divergence_quadrature(
+                2, _gaussian_logpdf(0, 1), _gaussian_logpdf(0, 1), -math.inf, 1
+            ),
+            "lower",
+        ),
+    ],
+)
+def test_bad_arguments_name_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_quadrature_rejects_degenerate_densities():
+    with pytest.raises(ValueError, match="logpdf_p"):
+        dv.renyi_divergence_quadrature(
+            2.0, lambda x: np.full_like(x, -np.inf), _gaussian_logpdf(0, 1), -1, 1
+        )
+    with pytest.raises(ValueError, match="NaN"):
+        dv.renyi_divergence_quadrature(
+            2.0, lambda x: np.full_like(x, np.nan), _gaussian_logpdf(0, 1), -1, 1
+        )
