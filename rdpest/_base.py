@@ -86,6 +86,13 @@ class RenyiEstimatorBase(BaseEstimator):
     def _score_direction(self, X, Y, direction: str) -> float:  # pragma: no cover
         raise NotImplementedError
 
+    def _will_be_certified(self) -> bool:
+        """Whether fitting with the current parameters gives a certified bound (known before fit).
+
+        The auditor uses it to share the level beta among the certified estimators only.
+        """
+        return bool(type(self)._certified)
+
     def _check_params(self) -> None:
         """Cross-parameter checks that constraints cannot express (override as needed)."""
 

@@ -1,0 +1,167 @@
+"""AuditResult: the samples, the claim, every estimator's estimate and bound, and the verdict."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["AuditResult"]
+
+
+@dataclass
+class AuditResult:
+    """Outcome of an audit.
+
+    Attributes
+    ----------
+    losses_without_canary : ndarray of shape (n_runs,)
+        O: the canary's score after each run trained WITHOUT the canary.
+    losses_with_canary : ndarray of shape (n_runs,)
+        O′: the canary's score after each run trained WITH the canary.
+    claimed_epsilon : float
+        The ε_α that the training claims at order ``alpha``.
+    alpha : float
+    beta : float
+        Overall error level of the verdict (split across the certified estimators).
+    estimates : dict of str to dict
+        Per estimator: ``divergence`` (point estimate), ``lower_bound``, ``certified``, ``beta``
+        (its share of the level) and ``estimator`` (its class name).
+    verdict : {"violation", "consistent"}
+        "violation" when a certified lower bound exceeds the claim.
+    config : dict
+        The audit's configuration (training settings, seeds, store).
+
+    Examples
+    --------
+    >>> r = AuditResult(np.zeros(3), np.ones(3), 1.0, 2.0, 0.05,
+    ...                 {"dv": {"divergence": 0.5, "lower_bound": 0.1, "certified": True,
+    ...                         "beta": 0.05, "estimator": "DVRenyiEstimator"}}, "consistent", {})
+    >>> AuditResult.from_json(r.to_json()).verdict
+    'consistent'
+    """
+
+    losses_without_canary: np.ndarray
+    losses_with_canary: np.ndarray
+    claimed_epsilon: float
+    alpha: float
+    beta: float
+    estimates: dict[str, dict[str, Any]]
+    verdict: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.losses_without_canary)
+
+    def to_json(self, path=None) -> str:
+        """The result as JSON text; also written (atomically) to ``path`` if given."""
+        payload = {
+            "format": "rdpest.AuditResult/1",
+            "losses_without_canary": [float(v) for v in self.losses_without_canary],
+            "losses_with_canary": [float(v) for v in self.losses_with_canary],
+            "claimed_epsilon": float(self.claimed_epsilon),
+            "alpha": float(self.alpha),
+            "beta": float(self.beta),
+            "estimates": self.estimates,
+            "verdict": self.verdict,
+            "config": self.config,
+        }
+        text = json.dumps(payload, indent=2, default=_jsonable)
+        if path is not None:
+            from rdpest.auditing.store import atomic_write_text
+
+            atomic_write_text(Path(path), text)
+        return text
+
+    @classmethod
+    def from_json(cls, source) -> AuditResult:
+        """Rebuild a result from JSON text or from the path of a JSON file."""
+        text = str(source)
+        if not text.lstrip().startswith("{"):
+            text = Path(source).read_text()
+        payload = json.loads(text)
+        if payload.get("format") != "rdpest.AuditResult/1":
+            raise ValueError("not an rdpest audit result (missing format 'rdpest.AuditResult/1')")
+        return cls(
+            losses_without_canary=np.asarray(payload["losses_without_canary"], dtype=float),
+            losses_with_canary=np.asarray(payload["losses_with_canary"], dtype=float),
+            claimed_epsilon=payload["claimed_epsilon"],
+            alpha=payload["alpha"],
+            beta=payload["beta"],
+            estimates=payload["estimates"],
+            verdict=payload["verdict"],
+            config=payload.get("config", {}),
+        )
+
+    def summary(self) -> str:
+        """A plain-text table of the estimates against the claim, and the verdict."""
+        lines = [
+            f"Rényi DP audit: alpha = {self.alpha:g}, claimed epsilon_alpha = "
+            f"{self.claimed_epsilon:.4g}, {self.n_runs} runs with and {self.n_runs} without "
+            f"the canary, beta = {self.beta:g}",
+            f"{'estimator':<16}{'estimate':>10}{'lower bound':>13}{'level':>8}  certified",
+        ]
+        for name, e in self.estimates.items():
+            lines.append(
+                f"{name:<16}{e['divergence']:>10.4f}{e['lower_bound']:>13.4f}"
+                f"{1 - e['beta']:>8.3f}  {'yes' if e['certified'] else 'no (assumption)'}"
+            )
+        reason = (
+            "a certified lower bound exceeds the claim"
+            if self.verdict == "violation"
+            else "no certified lower bound exceeds the claim"
+        )
+        lines.append(f"verdict: {self.verdict.upper()} ({reason})")
+        return "\n".join(lines)
+
+    def plot(self, path=None):
+        """Histograms of O and O′, with the bounds against the claim (needs matplotlib).
+
+        Returns the matplotlib Figure; saves it to ``path`` if given.
+        """
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg", force=False)
+            import matplotlib.pyplot as plt
+        except ImportError:  # pragma: no cover - the dev extra installs matplotlib
+            raise ImportError("plotting needs matplotlib: pip install 'rdpest[plot]'") from None
+        fig, (ax_hist, ax_bounds) = plt.subplots(1, 2, figsize=(11, 4))
+        both = np.concatenate([self.losses_without_canary, self.losses_with_canary])
+        bins = np.histogram_bin_edges(both, bins=40)
+        ax_hist.hist(self.losses_without_canary, bins=bins, alpha=0.6, label="O: without canary")
+        ax_hist.hist(self.losses_with_canary, bins=bins, alpha=0.6, label="O′: with canary")
+        ax_hist.set_xlabel("canary score (loss)")
+        ax_hist.set_ylabel("runs")
+        ax_hist.legend()
+        names = list(self.estimates)
+        ys = np.arange(len(names))
+        bounds = [self.estimates[n]["lower_bound"] for n in names]
+        points = [self.estimates[n]["divergence"] for n in names]
+        colors = ["tab:green" if self.estimates[n]["certified"] else "tab:gray" for n in names]
+        ax_bounds.barh(ys, bounds, color=colors, alpha=0.7, label="lower bound")
+        ax_bounds.scatter(points, ys, color="black", zorder=3, label="point estimate")
+        ax_bounds.axvline(self.claimed_epsilon, color="tab:red", ls="--", label="claimed ε_α")
+        ax_bounds.set_yticks(ys, names)
+        ax_bounds.set_xlabel(f"D_{self.alpha:g} (grey: not certified)")
+        ax_bounds.legend(loc="lower right")
+        fig.suptitle(f"verdict: {self.verdict}")
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=120)
+        return fig
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return str(value)

@@ -1,0 +1,176 @@
+"""Tests of the generic Auditor: verdicts, determinism over n_jobs and backends, resume, errors."""
+
+import json
+
+import numpy as np
+import pytest
+
+from rdpest import DVRenyiEstimator
+from rdpest.auditing import Auditor, AuditResult, GaussianMechanismScore, RunStore, run_seed
+
+DV_ONLY = {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=60)}
+
+
+def _auditor(mech, **kwargs):
+    options = {"alpha": 2.0, "n_runs": 200, "estimators": DV_ONLY, "progress": False}
+    options.update(kwargs)
+    return Auditor(mech, mech.claimed_epsilon(options["alpha"]), **options)
+
+
+def test_audit_catches_under_noised_mechanism_and_clears_honest_one():
+    # Claimed: sigma = 1, so epsilon_2 = 1. The buggy one adds a quarter of that noise: true
+    # epsilon_2 = 16, far above what 200 + 200 runs can certify (~log n), so the bound clears 1.
+    buggy = GaussianMechanismScore(sensitivity=1.0, noise_std=1.0, noise_scale_bug=0.25)
+    result = _auditor(buggy).run()
+    assert result.verdict == "violation"
+    assert result.estimates["dv"]["lower_bound"] > result.claimed_epsilon == 1.0
+    honest = GaussianMechanismScore(sensitivity=1.0, noise_std=1.0)
+    result = _auditor(honest).run()
+    assert result.verdict == "consistent"
+    assert result.estimates["dv"]["lower_bound"] <= 1.0
+
+
+def test_results_do_not_depend_on_n_jobs():
+    mech = GaussianMechanismScore(noise_std=2.0)
+    a = _auditor(mech, n_runs=30).collect()
+    b = _auditor(mech, n_runs=30, n_jobs=2).collect()
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+    # The seeds are those of run_seed: run 3 with the canary.
+    assert a[1][3] == mech(True, run_seed(0, 1, 3))
+
+
+def test_dask_local_cluster_backend_gives_identical_results():
+    distributed = pytest.importorskip("distributed")  # the dev extra installs it
+    from joblib import parallel_config
+
+    mech = GaussianMechanismScore(noise_std=2.0)
+    expected = _auditor(mech, n_runs=20).collect()
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster),
+        parallel_config(backend="dask"),
+    ):
+        got = _auditor(mech, n_runs=20, n_jobs=2).collect()
+    np.testing.assert_array_equal(expected[0], got[0])
+    np.testing.assert_array_equal(expected[1], got[1])
+
+
+class CountingScore:
+    """Counts calls in-process (n_jobs=1 runs sequentially here) and can fail after k calls."""
+
+    def __init__(self, fail_after=None):
+        self.mech = GaussianMechanismScore(noise_std=2.0)
+        self.calls = 0
+        self.fail_after = fail_after
+
+    def __call__(self, include_canary, seed):
+        if self.fail_after is not None and self.calls >= self.fail_after:
+            raise KeyboardInterrupt("simulated interruption")
+        self.calls += 1
+        return self.mech(include_canary, seed)
+
+    def describe(self):
+        return self.mech.describe()
+
+    def claimed_epsilon(self, alpha):
+        return self.mech.claimed_epsilon(alpha)
+
+
+def test_interrupted_audit_resumes_without_losing_or_redoing_runs(tmp_path):
+    reference = _auditor(GaussianMechanismScore(noise_std=2.0), n_runs=15).collect()
+    flaky = CountingScore(fail_after=11)
+    with pytest.raises(KeyboardInterrupt):
+        _auditor(flaky, n_runs=15, store=tmp_path).collect()
+    assert len(RunStore(tmp_path, {"pipeline": flaky.describe(), "random_state": 0}).load()) == 11
+    resumed = CountingScore()
+    got = _auditor(resumed, n_runs=15, store=tmp_path).collect()
+    assert resumed.calls == 30 - 11  # only the missing runs are trained
+    np.testing.assert_array_equal(got[0], reference[0])
+    np.testing.assert_array_equal(got[1], reference[1])
+
+
+def test_truncated_last_record_is_redone(tmp_path):
+    mech = CountingScore()
+    _auditor(mech, n_runs=10, store=tmp_path).collect()
+    runs = tmp_path / "runs.jsonl"
+    text = runs.read_text()
+    runs.write_text(text[: len(text) - 7])  # a crash in the middle of the last append
+    again = CountingScore()
+    got = _auditor(again, n_runs=10, store=tmp_path).collect()
+    assert again.calls == 1
+    lines = runs.read_text().splitlines()
+    assert len(lines) == 20 and all(json.loads(line) for line in lines)
+    reference = _auditor(GaussianMechanismScore(noise_std=2.0), n_runs=10).collect()
+    np.testing.assert_array_equal(got[1], reference[1])
+
+
+def test_store_of_another_configuration_is_refused(tmp_path):
+    _auditor(GaussianMechanismScore(noise_std=2.0), n_runs=10, store=tmp_path).collect()
+    with pytest.raises(ValueError, match=r"different audit configuration.*pipeline"):
+        _auditor(GaussianMechanismScore(noise_std=3.0), n_runs=10, store=tmp_path).collect()
+    with pytest.raises(ValueError, match="random_state"):
+        _auditor(
+            GaussianMechanismScore(noise_std=2.0), n_runs=10, store=tmp_path, random_state=1
+        ).collect()
+
+
+def test_result_round_trip_summary_and_plot(tmp_path):
+    mech = GaussianMechanismScore(noise_std=1.0, noise_scale_bug=0.5)
+    result = _auditor(mech, n_runs=60, store=tmp_path).run()
+    assert (tmp_path / "result.json").exists()
+    again = AuditResult.from_json(tmp_path / "result.json")
+    np.testing.assert_array_equal(again.losses_with_canary, result.losses_with_canary)
+    assert again.estimates == result.estimates and again.verdict == result.verdict
+    assert AuditResult.from_json(result.to_json()).claimed_epsilon == result.claimed_epsilon
+    text = result.summary()
+    assert "verdict" in text and "dv" in text
+    result.plot(tmp_path / "audit.png")
+    assert (tmp_path / "audit.png").stat().st_size > 1000
+    with pytest.raises(ValueError, match="not an rdpest audit result"):
+        AuditResult.from_json('{"format": "other"}')
+
+
+def test_beta_is_shared_among_certified_estimators():
+    estimators = {
+        "a": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=20),
+        "b": DVRenyiEstimator(alpha=2.0, random_state=1, max_epochs=20),
+    }
+    result = _auditor(GaussianMechanismScore(), n_runs=40, estimators=estimators).run()
+    assert {e["beta"] for e in result.estimates.values()} == {0.025}
+
+
+def _nan_score(include_canary, seed):
+    return float("nan")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_runs": 3}, "n_runs=3 is too small.*needs at least"),
+        ({"n_runs": 2.5}, "n_runs"),
+        ({"alpha": 1.0}, "alpha"),
+        ({"beta": 1.0}, "beta"),
+        ({"n_jobs": 0}, "n_jobs"),
+        ({"estimators": {}}, "estimators"),
+        ({"estimators": {"x": object()}}, "not an rdpest estimator"),
+        ({"estimators": {"dv": DVRenyiEstimator(alpha=3.0)}}, "alpha=3.0"),
+    ],
+)
+def test_bad_configuration_fails_before_any_run(kwargs, match):
+    mech = CountingScore()
+    options = {"alpha": 2.0, "n_runs": 50, "estimators": DV_ONLY, "progress": False, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        Auditor(mech, 1.0, **options).run()
+    assert mech.calls == 0
+
+
+def test_bad_claim_score_fn_and_scores():
+    with pytest.raises(ValueError, match="claimed_epsilon"):
+        Auditor(CountingScore(), -1.0, estimators=DV_ONLY).run()
+    with pytest.raises(ValueError, match="callable"):
+        Auditor("not a function", 1.0, estimators=DV_ONLY).run()
+    with pytest.raises(ValueError, match="returned nan"):
+        Auditor(_nan_score, 1.0, n_runs=10, estimators=DV_ONLY, progress=False).run()
