@@ -6,6 +6,14 @@ neural critic, Markov and Hoeffding confidence bounds, and a Bernoulli TPR/FPR b
 """
 
 from rdpest._version import __version__
+from rdpest.bernoulli import BernoulliTPRFPRBaseline
+from rdpest.concentration import HoeffdingRenyiBound, MarkovRenyiBound
 from rdpest.dv import DVRenyiEstimator
 
-__all__ = ["DVRenyiEstimator", "__version__"]
+__all__ = [
+    "BernoulliTPRFPRBaseline",
+    "DVRenyiEstimator",
+    "HoeffdingRenyiBound",
+    "MarkovRenyiBound",
+    "__version__",
+]

@@ -70,7 +70,8 @@ class RenyiEstimatorBase(BaseEstimator):
     }
 
     #: whether the estimator's lower bound is valid with no assumption beyond i.i.d. samples;
-    #: subclasses refine this per fit (e.g. Markov is certified only with an exact log ratio).
+    #: subclasses refine it per parameters in _will_be_certified (e.g. Markov needs an exact
+    #: log ratio).
     _certified = True
 
     # ------------------------------------------------------------------ subclass interface
@@ -183,7 +184,7 @@ class RenyiEstimatorBase(BaseEstimator):
         results = list(self.directions_.values())
         self.divergence_ = float(max(r.divergence for r in results))
         self.lower_bound_ = float(max(r.lower_bound for r in results))
-        self.certified_ = bool(self._certified)
+        self.certified_ = self._will_be_certified()
         return self
 
     def score(self, X, Y=None) -> float:

@@ -16,17 +16,28 @@ __all__ = ["main"]
 
 
 # Estimator names on the command line, mapped to rdpest's public classes.
-ESTIMATORS = {"dv": "DVRenyiEstimator"}
+ESTIMATORS = {
+    "dv": "DVRenyiEstimator",
+    "markov": "MarkovRenyiBound",
+    "hoeffding": "HoeffdingRenyiBound",
+    "bernoulli": "BernoulliTPRFPRBaseline",
+}
 
 
-def _estimator(name: str, alpha: float, beta: float, direction: str, seed: int | None):
+def _estimator(args):
     import rdpest
 
-    if name not in ESTIMATORS:
-        raise ValueError(f"unknown estimator {name!r}; available: {', '.join(sorted(ESTIMATORS))}")
-    return getattr(rdpest, ESTIMATORS[name])(
-        alpha=alpha, beta=beta, direction=direction, random_state=seed
-    )
+    options = {
+        "alpha": args.alpha,
+        "beta": args.beta,
+        "direction": args.direction,
+        "random_state": args.seed,
+    }
+    if args.estimator == "hoeffding":
+        if args.privacy_loss_bound is None:
+            raise ValueError("--estimator hoeffding needs --privacy-loss-bound B (|L| <= B)")
+        options["privacy_loss_bound"] = args.privacy_loss_bound
+    return getattr(rdpest, ESTIMATORS[args.estimator])(**options)
 
 
 def load_samples(path: str) -> np.ndarray:
@@ -102,8 +113,7 @@ def _cmd_quickstart(args) -> int:
 def _cmd_estimate(args) -> int:
     X = load_samples(args.samples_p)
     Y = load_samples(args.samples_q)
-    est = _estimator(args.estimator, args.alpha, args.beta, args.direction, args.seed)
-    est.fit(X, Y)
+    est = _estimator(args).fit(X, Y)
     _print_report(_report(est), args.json)
     return 0
 
@@ -129,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--beta", type=float, default=0.05)
     est.add_argument("--estimator", default="dv", choices=sorted(ESTIMATORS))
     est.add_argument("--direction", default="forward", choices=["forward", "reverse", "max"])
+    est.add_argument(
+        "--privacy-loss-bound",
+        type=float,
+        default=None,
+        help="B with |log p/q| <= B (hoeffding only)",
+    )
     est.add_argument("--seed", type=int, default=0)
     est.add_argument("--json", action="store_true", help="machine-readable output")
     est.set_defaults(func=_cmd_estimate)

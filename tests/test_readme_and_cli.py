@@ -63,6 +63,22 @@ def test_estimate_reads_every_format(tmp_path, suffix, capsys):
     assert report["estimator"] == "DVRenyiEstimator" and np.isfinite(report["divergence"])
 
 
+@pytest.mark.parametrize("name", ["markov", "bernoulli", "hoeffding"])
+def test_estimate_with_each_estimator(tmp_path, name, capsys):
+    rng = np.random.default_rng(1)
+    np.save(tmp_path / "p.npy", rng.normal(0.5, 1.0, 300))
+    np.save(tmp_path / "q.npy", rng.normal(0.0, 1.0, 300))
+    extra = ["--privacy-loss-bound", "50"] if name == "hoeffding" else []
+    argv = ["estimate", str(tmp_path / "p.npy"), str(tmp_path / "q.npy"), "--json"]
+    assert main([*argv, "--estimator", name, *extra]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # Without an exact log ratio, Markov and Hoeffding are plug-in estimates: not certified.
+    assert report["certified"] is (name == "bernoulli")
+    if name == "hoeffding":
+        assert main([*argv, "--estimator", name]) == 1
+        assert "privacy-loss-bound" in capsys.readouterr().err
+
+
 def test_estimate_errors(tmp_path, capsys):
     assert main(["estimate", str(tmp_path / "missing.npy"), str(tmp_path / "x.npy")]) == 1
     assert "no such file" in capsys.readouterr().err

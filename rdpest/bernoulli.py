@@ -1,0 +1,469 @@
+"""BernoulliTPRFPRBaseline: the threshold-test baseline of Kim, Varshney & Alabi (2026, Table 13).
+
+A membership test thresholds a scalar score s(x): it says "P" when s(x) > t (side ``"upper"``)
+or when s(x) <= t (side ``"lower"``). Its outputs are Bernoulli with success probabilities
+TPR = P_P(test says P) and FPR = P_Q(test says P), and by post-processing (data processing
+inequality for Rényi divergences; van Erven & Harremoës 2014, Thm 9)
+
+    D_α(P‖Q) >= D_α(Bern(TPR) ‖ Bern(FPR)).
+
+Two conversions of the test into a lower bound on D_α:
+
+- ``"direct"`` (the paper's Table 13 estimate, made a certificate): with a (1 − β/2) lower
+  Clopper–Pearson bound TPR_lo and a (1 − β/2) upper one FPR_hi, with probability 1 − β both hold
+  (union bound), and then D_α(Bern(TPR_lo) ‖ Bern(FPR_hi)) <= D_α(Bern(TPR) ‖ Bern(FPR)) when
+  TPR_lo > FPR_hi, because the Bernoulli divergence is non-decreasing in TPR and non-increasing in
+  FPR on {TPR >= FPR} (joint quasi-convexity, van Erven & Harremoës 2014, Thm 13, and it is 0 on
+  the diagonal). Certified.
+- ``"gdp"`` (the prior state of the art, Annamalai & De Cristofaro, NeurIPS 2024): the rates
+  imply (ε, δ)-DP at best ε = log((TPR_lo − δ)/FPR_hi); reading that as a point of a Gaussian
+  trade-off curve gives μ-GDP and then (α, αμ²/2)-RDP. Valid only if the trade-off curve is
+  Gaussian (coverage 0 on Laplace pairs in our measurements): NOT certified.
+
+The threshold must not be chosen on the data that certify it (DESIGN.md, rule 2): ``"split"``
+chooses it on a training split; ``"bonferroni"`` uses all data and pays for the choice with a
+confidence band uniform over every threshold (see :func:`_uniform_band_levels`).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+from typing import NamedTuple
+
+import numpy as np
+from scipy import stats
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from rdpest._base import DirectionResult, RenyiEstimatorBase
+from rdpest._checks import check_alpha, check_beta, check_probability
+from rdpest.bounds import clopper_pearson_lower_bound, clopper_pearson_upper_bound
+from rdpest.concentration import _call_on_samples
+from rdpest.conversions import gdp_mu, gdp_to_rdp
+from rdpest.divergences import bernoulli_renyi_divergence
+
+__all__ = ["BernoulliTPRFPRBaseline", "GDPFromRates", "gdp_from_rates"]
+
+_SIDES = ("upper", "lower")
+
+
+class GDPFromRates(NamedTuple):
+    """What a test's rates imply under a Gaussian trade-off curve."""
+
+    epsilon: float
+    mu: float
+    epsilon_alpha: float
+
+
+def gdp_from_rates(tpr: float, fpr: float, alpha: float, delta: float) -> GDPFromRates:
+    """(ε, δ)-DP, μ-GDP and (α, ε_α)-RDP implied by a test's rates, assuming a Gaussian curve.
+
+    The conversion of Annamalai & De Cristofaro (NeurIPS 2024): an (ε, δ)-DP mechanism has
+    TPR <= e^ε FPR + δ for every test, so ε >= log((TPR − δ)/FPR); μ is the GDP parameter whose
+    privacy profile passes through (ε, δ) (:func:`rdpest.conversions.gdp_mu`) and μ-GDP implies
+    (α, αμ²/2)-RDP (:func:`rdpest.conversions.gdp_to_rdp`). When TPR − δ <= FPR the rates show
+    nothing: ε = μ = ε_α = 0.
+
+    Parameters
+    ----------
+    tpr, fpr : float
+        Rates in [0, 1] (for a bound: a lower bound on TPR and an upper bound on FPR).
+    alpha : float
+        Rényi order, > 1.
+    delta : float
+        δ in (0, 1).
+
+    Returns
+    -------
+    GDPFromRates
+        ``(epsilon, mu, epsilon_alpha)``; only valid if the trade-off curve is Gaussian.
+
+    Examples
+    --------
+    >>> r = gdp_from_rates(tpr=0.8, fpr=0.1, alpha=2.0, delta=1e-5)
+    >>> round(r.epsilon, 4), round(r.mu, 4), round(r.epsilon_alpha, 4)
+    (2.0794, 0.5193, 0.2697)
+    """
+    tpr = check_probability(tpr, "tpr")
+    fpr = check_probability(fpr, "fpr")
+    alpha = check_alpha(alpha)
+    delta = check_beta(delta, "delta")
+    if not tpr - delta > fpr:
+        return GDPFromRates(0.0, 0.0, 0.0)
+    if fpr == 0.0:
+        return GDPFromRates(math.inf, math.inf, math.inf)
+    # Annamalai & De Cristofaro (2024): ε = log((TPR − δ)/FPR) > 0 here; never |μ|: gdp_mu's root
+    # is positive by construction.
+    epsilon = math.log((tpr - delta) / fpr)
+    mu = gdp_mu(epsilon, delta)
+    return GDPFromRates(epsilon, mu, gdp_to_rdp(mu, alpha))
+
+
+# ---------------------------------------------------------------------------------------------
+# Vectorised helpers for the threshold search
+# ---------------------------------------------------------------------------------------------
+
+
+def _cp_lower(k: np.ndarray, n: int, level: float) -> np.ndarray:
+    """Vectorised Clopper–Pearson lower bounds (rdpest.bounds.clopper_pearson_lower_bound)."""
+    k = np.asarray(k)
+    out = np.zeros(k.shape)
+    pos = k > 0
+    out[pos] = stats.beta.ppf(level, k[pos], n - k[pos] + 1)
+    return out
+
+
+def _cp_upper(k: np.ndarray, n: int, level: float) -> np.ndarray:
+    """Vectorised Clopper–Pearson upper bounds (rdpest.bounds.clopper_pearson_upper_bound)."""
+    k = np.asarray(k)
+    out = np.ones(k.shape)
+    below = k < n
+    out[below] = stats.beta.ppf(1.0 - level, k[below] + 1, n - k[below])
+    return out
+
+
+def _bernoulli_divergences(a: np.ndarray, b: np.ndarray, alpha: float) -> np.ndarray:
+    """D_α(Bern(a) ‖ Bern(b)) where a > b (0 elsewhere); for ranking thresholds only."""
+    out = np.zeros(np.broadcast(a, b).shape)
+    a, b = np.broadcast_arrays(a, b)
+    ok = (a > b) & (b > 0.0) & (a < 1.0)
+    la, lb = np.log(a[ok]), np.log(b[ok])
+    l1a, l1b = np.log1p(-a[ok]), np.log1p(-b[ok])
+    log_moment = np.logaddexp(alpha * la + (1.0 - alpha) * lb, alpha * l1a + (1.0 - alpha) * l1b)
+    out[ok] = np.maximum(log_moment, 0.0) / (alpha - 1.0)
+    # a == 1 > b: the moment is b^{1−α} + 0, finite; b == 0 < a: infinite (cannot occur for the
+    # Clopper–Pearson upper bound, which is > 0).
+    edge = (a > b) & (a >= 1.0) & (b > 0.0)
+    out[edge] = -np.log(b[edge])
+    return out
+
+
+def _objective(
+    lo_p: np.ndarray, hi_q: np.ndarray, alpha: float, conversion: str, delta: float
+) -> np.ndarray:
+    """The bound each candidate would give (monotone transform of it for "gdp")."""
+    if conversion == "direct":
+        return _bernoulli_divergences(lo_p, hi_q, alpha)
+    # ε = log((TPR_lo − δ)/FPR_hi) ranks candidates like αμ(ε)²/2 (μ increases with ε).
+    gap = lo_p - delta
+    out = np.zeros(lo_p.shape)
+    ok = gap > hi_q
+    out[ok] = np.log(gap[ok]) - np.log(hi_q[ok])
+    return out
+
+
+def _counts_above(sorted_scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """#{s > t} for each threshold t."""
+    return sorted_scores.size - np.searchsorted(sorted_scores, thresholds, side="right")
+
+
+def _cut_points(s_p: np.ndarray, s_q: np.ndarray) -> np.ndarray:
+    """Midpoints between consecutive distinct pooled scores (every partition by a threshold)."""
+    values = np.unique(np.concatenate([s_p, s_q]))
+    if values.size == 1:
+        return values
+    return values[:-1] / 2.0 + values[1:] / 2.0
+
+
+def _uniform_band_levels(beta: float, n_p: int, n_q: int) -> tuple[float, float]:
+    """Per-count Clopper–Pearson levels that make the bound uniform over ALL thresholds.
+
+    Why a union bound over the data-dependent cut points is rigorous. Let G(t) = P(s(X) > t) and
+    N(t) = #{i : s(X_i) > t} for the n i.i.d. X_i ~ P, and c_k the level-b Clopper–Pearson lower
+    bound for k successes in n. For each k, {t : G(t) < c_k} is an up-set [s_k, ∞) or (s_k, ∞)
+    (G is non-increasing and right-continuous) and N is non-increasing, so "some t has N(t) >= k
+    and G(t) < c_k" is the event N(s_k) >= k, with G(s_k) < c_k in the first case and
+    G(s_k) = c_k in the second; either way its probability is at most
+    P(Bin(n, c_k) >= k) = b by the definition of c_k. A union over k = 1..n gives
+    P(∃ t ∈ ℝ: G(t) < c_{N(t)}) <= n·b. The union thus runs over the n possible counts, not over
+    the thresholds, and covers every real threshold, in particular the cut points chosen from the
+    same data. The same holds for the upper bands (the "lower" side uses the complement counts).
+
+    Four bands are needed: TPR lower bounds for the "upper" and the "lower" side (n_p counts
+    each) and FPR upper bounds for both sides (n_q counts each). With b_p = β/(4 n_p) and
+    b_q = β/(4 n_q) all four hold with probability at least 1 − β, and then every threshold and
+    side has TPR >= TPR_lo and FPR <= FPR_hi simultaneously, so the maximum over them of the
+    Bernoulli bound is a valid (1 − β) lower bound.
+    """
+    return beta / (4.0 * n_p), beta / (4.0 * n_q)
+
+
+def _positives(scores: np.ndarray, threshold: float, side: str) -> np.ndarray:
+    return scores > threshold if side == "upper" else scores <= threshold
+
+
+class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
+    """Lower bound on D_α(P‖Q) from a threshold test's TPR and FPR (the paper's Table 13 baseline).
+
+    A test that says "P" when a scalar score lies on one side of a threshold has Bernoulli outputs
+    with rates TPR (under P) and FPR (under Q); by post-processing
+    D_α(P‖Q) >= D_α(Bern(TPR) ‖ Bern(FPR)). Clopper–Pearson bounds on the two rates on data that
+    did not choose the threshold make this a certified lower bound (``conversion="direct"``); the
+    route of the prior black-box DP-SGD audit through (ε, δ)-DP and μ-GDP (``conversion="gdp"``)
+    is reported for comparison and is not certified.
+
+    Parameters
+    ----------
+    alpha : float, default=2.0
+        Rényi order, > 1.
+    beta : float, default=0.05
+        The lower bound holds with probability at least 1 − beta.
+    direction : {"forward", "reverse", "max"}, default="forward"
+        D_α(P‖Q), D_α(Q‖P), or the larger of the two (beta is split across directions).
+    conversion : {"direct", "gdp"}, default="direct"
+        ``"direct"``: D_α(Bern(TPR_lo) ‖ Bern(FPR_hi)) if TPR_lo > FPR_hi, else 0 (Kim, Varshney
+        & Alabi 2026, Table 13), certified. ``"gdp"``: ε = log((TPR_lo − δ)/FPR_hi) (clipped at
+        0), μ = ``gdp_mu(ε, δ)``, bound αμ²/2 (Annamalai & De Cristofaro 2024); valid only for a
+        Gaussian trade-off curve, so ``certified_`` is False.
+    threshold : {"split", "bonferroni"}, default="split"
+        How the threshold and its side are chosen. ``"split"``: on a training split, maximising
+        the bound that the training split itself would certify; the rest (``test_fraction``)
+        certifies, TPR_lo and FPR_hi at beta/2 each. ``"bonferroni"``: no split; the best
+        threshold over all cut points of the pooled sample and both sides, with Clopper–Pearson
+        levels beta/(4 n_p) and beta/(4 n_q) that make the bounds hold uniformly over every
+        threshold (a union over the possible counts; see ``_uniform_band_levels``).
+    score_function : callable or None, default=None
+        Maps samples of shape (n, d) to scores of shape (n,). Required when d > 1; for d = 1
+        the default is the sample itself. Must be fixed in advance (not fitted on these data).
+    test_fraction : float, default=0.5
+        Part of each sample that certifies with ``threshold="split"``.
+    delta : float, default=1e-5
+        δ of the (ε, δ) step of ``conversion="gdp"`` (also used for ``epsilon_``/``mu_``).
+    random_state : int, RandomState, Generator or None, default=None
+        Seeds the split.
+
+    Attributes
+    ----------
+    divergence_ : float
+        Point estimate: the conversion applied to the plug-in rates of the fitted threshold on
+        the certifying data (D_α(Bern(TPR̂) ‖ Bern(FPR̂)) for "direct", αμ̂²/2 for "gdp"). Rates
+        are kept in [1/(2n), 1 − 1/(2n)] (a continuity correction) so that a count of 0 does not
+        give an infinite estimate. Also what ``score`` returns on new data.
+    lower_bound_ : float
+        One-sided (1 − beta) lower confidence bound (certified for "direct").
+    certified_ : bool
+        True for ``conversion="direct"``, False for ``"gdp"``.
+    epsilon_, mu_ : float
+        The ε (at ``delta``) and μ-GDP implied by TPR_lo and FPR_hi (:func:`gdp_from_rates`), for
+        either conversion; with ``direction="max"`` those of the direction with the larger lower
+        bound. Informative only: they assume a Gaussian trade-off curve.
+    threshold_ : float
+        The fitted threshold of that direction; ``side_`` ("upper": s > t says P; "lower":
+        s <= t says P) its side.
+    thresholds_ : dict of str to (float, str)
+        Threshold and side per direction.
+    directions_ : dict of str to DirectionResult
+        Per direction; ``details`` holds counts, rates, their bounds, ε and μ.
+    n_features_in_ : int
+
+    See Also
+    --------
+    rdpest.DVRenyiEstimator : certified bound from a learned critic, tighter at large D_α.
+
+    References
+    ----------
+    B. D. Kim, L. R. Varshney, D. Alabi. Optimal Guarantees for Auditing Rényi Differentially
+    Private Machine Learning, 2026, Table 13. M. S. M. S. Annamalai, E. De Cristofaro. Nearly
+    tight black-box auditing of differentially private machine learning, NeurIPS 2024.
+    C. J. Clopper, E. S. Pearson. The use of confidence or fiducial limits illustrated in the
+    case of the binomial, Biometrika 26, 1934. T. van Erven, P. Harremoës. Rényi divergence and
+    Kullback–Leibler divergence, IEEE Trans. Inf. Theory 60, 2014.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rdpest.bernoulli import BernoulliTPRFPRBaseline
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.normal(1.0, 1.0, 2000), rng.normal(0.0, 1.0, 2000)  # D_2 = 1
+    >>> est = BernoulliTPRFPRBaseline(alpha=2.0, random_state=0).fit(X, Y)
+    >>> est.certified_, 0.0 < est.lower_bound_ < 1.0, est.side_
+    (True, True, 'upper')
+    """
+
+    _parameter_constraints: dict = {
+        **RenyiEstimatorBase._parameter_constraints,
+        "conversion": [StrOptions({"direct", "gdp"})],
+        "threshold": [StrOptions({"split", "bonferroni"})],
+        "score_function": [callable, None],
+        "test_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        alpha=2.0,
+        beta=0.05,
+        direction="forward",
+        *,
+        conversion="direct",
+        threshold="split",
+        score_function=None,
+        test_fraction=0.5,
+        delta=1e-5,
+        random_state=None,
+    ):
+        self.alpha = alpha
+        self.beta = beta
+        self.direction = direction
+        self.conversion = conversion
+        self.threshold = threshold
+        self.score_function = score_function
+        self.test_fraction = test_fraction
+        self.delta = delta
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ checks
+    def _min_samples(self) -> int:
+        if self.threshold == "bonferroni":
+            return 1
+        for n in range(2, 100_000):
+            n_test = round(n * self.test_fraction)
+            if n_test >= 1 and n - n_test >= 1:
+                return n
+        raise ValueError(  # pragma: no cover - test_fraction is validated to lie in (0, 1)
+            f"test_fraction={self.test_fraction} leaves no room for both splits"
+        )
+
+    def _scores(self, A: np.ndarray, name: str) -> np.ndarray:
+        if self.score_function is None:
+            if A.shape[1] != 1:
+                raise ValueError(
+                    f"{type(self).__name__} thresholds a scalar score: samples with "
+                    f"{A.shape[1]} features need a score_function mapping (n, d) to (n,)"
+                )
+            return A[:, 0]
+        return _call_on_samples(self.score_function, A, name, what="score_function")
+
+    def _will_be_certified(self) -> bool:
+        # The GDP route assumes a Gaussian trade-off curve; only the direct conversion certifies.
+        return self.conversion == "direct"
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, Y=None):
+        """Choose a threshold test of X against Y and bound D_α with its rates.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_p,) or (n_p, d)
+            Sample from P.
+        Y : array-like of shape (n_q,) or (n_q, d)
+            Sample from Q.
+
+        Returns
+        -------
+        self
+        """
+        self.thresholds_: dict[str, tuple[float, str]] = {}
+        super().fit(X, Y)
+        chosen = max(self.directions_.values(), key=lambda r: r.lower_bound)
+        self.epsilon_ = chosen.details["epsilon"]
+        self.mu_ = chosen.details["mu"]
+        self.threshold_ = chosen.details["threshold"]
+        self.side_ = chosen.details["side"]
+        return self
+
+    def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
+        name_p, name_q = ("Y", "X") if direction == "reverse" else ("X", "Y")
+        s_p, s_q = self._scores(P, name_p), self._scores(Q, name_q)
+        alpha, delta = float(self.alpha), float(self.delta)
+        if self.threshold == "split":
+            rng = np.random.default_rng(seed)
+            train_p, test_p = _split(len(s_p), self.test_fraction, rng)
+            train_q, test_q = _split(len(s_q), self.test_fraction, rng)
+            threshold, side = self._search(s_p[train_p], s_q[train_q], beta / 2, beta / 2)
+            cert_p, cert_q = s_p[test_p], s_q[test_q]
+            level_p = level_q = beta / 2  # union bound over the two rates
+            n_train = (len(train_p), len(train_q))
+            indices = {"test_index_p": test_p, "test_index_q": test_q}
+        else:
+            cert_p, cert_q = s_p, s_q
+            level_p, level_q = _uniform_band_levels(beta, len(s_p), len(s_q))
+            threshold, side = self._search(cert_p, cert_q, level_p, level_q)
+            n_train, indices = (0, 0), {}
+        self.thresholds_[direction] = (threshold, side)
+        n_p, n_q = len(cert_p), len(cert_q)
+        k_p = int(np.sum(_positives(cert_p, threshold, side)))
+        k_q = int(np.sum(_positives(cert_q, threshold, side)))
+        tpr_lo = clopper_pearson_lower_bound(k_p, n_p, level_p)
+        fpr_hi = clopper_pearson_upper_bound(k_q, n_q, level_q)
+        implied = gdp_from_rates(tpr_lo, fpr_hi, alpha, delta)
+        if self.conversion == "direct":
+            # Table 13 of Kim, Varshney & Alabi (2026) with the rates' confidence limits: valid
+            # by post-processing and monotonicity of the Bernoulli divergence (module docstring).
+            bound = bernoulli_renyi_divergence(alpha, tpr_lo, fpr_hi) if tpr_lo > fpr_hi else 0.0
+        else:
+            bound = implied.epsilon_alpha
+        details = {
+            "raw_lower_bound": bound,
+            "threshold": threshold,
+            "side": side,
+            "successes": (k_p, k_q),
+            "n_train": n_train,
+            "n_test": (n_p, n_q),
+            "tpr": k_p / n_p,
+            "fpr": k_q / n_q,
+            "tpr_lower": tpr_lo,
+            "fpr_upper": fpr_hi,
+            "levels": (level_p, level_q),
+            "epsilon": implied.epsilon,
+            "mu": implied.mu,
+            **indices,
+        }
+        return DirectionResult(
+            divergence=self._point_estimate(k_p, n_p, k_q, n_q),
+            lower_bound=max(0.0, float(bound)),
+            beta=beta,
+            details=details,
+        )
+
+    def _search(self, s_p, s_q, level_p, level_q) -> tuple[float, str]:
+        """Threshold and side with the largest bound at the given Clopper–Pearson levels."""
+        candidates = _cut_points(s_p, s_q)
+        n_p, n_q = s_p.size, s_q.size
+        above_p = _counts_above(np.sort(s_p), candidates)
+        above_q = _counts_above(np.sort(s_q), candidates)
+        # The bounds depend on the counts only: one table per sample instead of one per cut.
+        lo_table = _cp_lower(np.arange(n_p + 1), n_p, level_p)
+        hi_table = _cp_upper(np.arange(n_q + 1), n_q, level_q)
+        best = (-math.inf, -math.inf, float(candidates[0]), "upper")
+        for side in _SIDES:
+            lo_p = lo_table[above_p if side == "upper" else n_p - above_p]
+            hi_q = hi_table[above_q if side == "upper" else n_q - above_q]
+            objective = _objective(
+                lo_p, hi_q, float(self.alpha), self.conversion, float(self.delta)
+            )
+            # Ties (e.g. every bound 0 under P = Q) go to the largest margin TPR_lo − FPR_hi, which
+            # gives a sensible threshold for the point estimate.
+            margin = lo_p - hi_q
+            i = int(np.lexsort((-margin, -objective))[0])
+            if (objective[i], margin[i]) > best[:2]:
+                best = (float(objective[i]), float(margin[i]), float(candidates[i]), side)
+        return best[2], best[3]
+
+    def _point_estimate(self, k_p: int, n_p: int, k_q: int, n_q: int) -> float:
+        # Plug-in rates with a continuity correction: a count of 0 (or n) would give an infinite
+        # Bernoulli divergence.
+        tpr = min(max(k_p / n_p, 0.5 / n_p), 1.0 - 0.5 / n_p)
+        fpr = min(max(k_q / n_q, 0.5 / n_q), 1.0 - 0.5 / n_q)
+        if self.conversion == "direct":
+            return bernoulli_renyi_divergence(float(self.alpha), tpr, fpr)
+        return gdp_from_rates(tpr, fpr, float(self.alpha), float(self.delta)).epsilon_alpha
+
+    def _score_direction(self, X, Y, direction) -> float:
+        name_p, name_q = ("Y", "X") if direction == "reverse" else ("X", "Y")
+        threshold, side = self.thresholds_[direction]
+        k_p = int(np.sum(_positives(self._scores(X, name_p), threshold, side)))
+        k_q = int(np.sum(_positives(self._scores(Y, name_q), threshold, side)))
+        return self._point_estimate(k_p, len(X), k_q, len(Y))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.threshold == "split" and self.random_state is None
+        return tags
+
+
+def _split(n: int, test_fraction: float, rng: np.random.Generator):
+    perm = rng.permutation(n)
+    n_test = round(n * test_fraction)
+    return perm[n_test:], perm[:n_test]

@@ -1,0 +1,605 @@
+"""Privacy-loss based bounds on D_α: Markov (lower) and Hoeffding (lower and upper).
+
+Both estimators work from the privacy loss L(x) = log p(x)/q(x) of the two laws, as in Kim, Varshney
+& Alabi (2026, Sec. 3.2 and App. B). With Z = e^{αL(Y)}, Y ~ Q, and W = e^{(α−1)L(X)}, X ~ P,
+
+    E_Q[Z] = E_P[W] = e^{(α−1) D_α(P‖Q)},
+
+so D̂ = 1/(α−1) · log(sample mean) estimates D_α, and a confidence bound on the mean of Z (or W)
+gives one on D_α:
+
+- :class:`MarkovRenyiBound` (the paper's Theorem 3.1): Markov's inequality needs nothing but
+  nonnegativity, so the lower bound D̂ − log(1/β)/(α−1) holds for every pair (P, Q).
+- :class:`HoeffdingRenyiBound` (Theorems B.2 and B.3): if L ≤ B then Z ∈ [0, e^{αB}] and Hoeffding's
+  inequality gives a lower and an upper bound.
+
+Both bounds are certificates only when L is the TRUE privacy loss (``log_ratio`` a callable).
+With an estimated L̂ the identity above fails: E_Q[e^{αL̂}] is not e^{(α−1)D_α}; it may be larger,
+so the "bound" may exceed D_α (``certified_`` is then False). For a certified bound from an
+estimated ratio use the variational bracket (:func:`rdpest.certificates.certify_critic`), which is
+valid for any fixed critic.
+
+The callable's input: ``log_ratio`` receives the samples as the (n, d) float array that
+:meth:`fit` validated. For d = 1 a function written for (n,) arrays also works: if the call on the
+(n, 1) array raises or does not return n values, it is called again on the (n,) array. Its output
+must have shape (n,) (or (n, 1) for d = 1) and be finite.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Real
+
+import numpy as np
+from scipy.linalg import solve_triangular
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+
+from rdpest._base import DirectionResult, RenyiEstimatorBase
+from rdpest.bounds import hoeffding_lower_bound, mean_upper_bound
+
+__all__ = ["HoeffdingRenyiBound", "MarkovRenyiBound"]
+
+# Relative ridge added to each fitted covariance (times the average pooled variance): keeps the
+# Gaussian fit positive definite for tiny or degenerate training samples.
+_RIDGE = 1e-6
+# Rounding slack when checking L ≤ B: L computed exactly at B (e.g. |x| − |x − Δ| for x > Δ in
+# the Laplace mechanism) may exceed it by a few ulps.
+_BOUND_TOLERANCE = 1e-9
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluating user functions on samples
+# ---------------------------------------------------------------------------------------------
+
+
+def _call_on_samples(func, A: np.ndarray, name: str, what: str = "log_ratio") -> np.ndarray:
+    """``func`` evaluated on the (n, d) array ``A``: a finite float array of shape (n,).
+
+    The (n, d) array is tried first; for d = 1 a failing call or a wrong output shape is retried
+    with the (n,) array, so that functions written for 1-D samples work unchanged.
+    """
+    n, d = A.shape
+    attempts = [A] if d > 1 else [A, A[:, 0]]
+    failure: str | None = None
+    error: Exception | None = None
+    for arg in attempts:
+        try:
+            out = np.asarray(func(arg), dtype=np.float64)
+        except Exception as exc:  # a 1-D function may fail on 2-D input in any way
+            failure, error = f"raised {type(exc).__name__}: {exc}", exc
+            continue
+        if out.shape == (n,) or (d == 1 and out.shape == (n, 1)):
+            out = out.reshape(n)
+            if np.isnan(out).any():
+                raise ValueError(f"{what} returned NaN on the samples of {name}")
+            if not np.isfinite(out).all():
+                raise ValueError(
+                    f"{what} returned an infinite value on the samples of {name}; it must be "
+                    "finite (an infinite privacy loss means P and Q have different supports and "
+                    "D_α is infinite in one direction)"
+                )
+            return out
+        failure, error = f"returned shape {out.shape}", None
+    shapes = f"({n}, {d})" if d > 1 else f"({n}, 1) or ({n},)"
+    raise ValueError(
+        f"{what} must map the samples of {name}, an array of shape {shapes}, to an array of "
+        f"shape ({n},); it {failure}"
+    ) from error
+
+
+class _DirectedLogRatio:
+    """The user's log p/q (a callable, or an estimator's ``log_ratio``) times ``sign``.
+
+    ``sign`` is −1 in the reverse direction: the base class swaps P and Q there, and the privacy
+    loss of D_α(Q‖P) is log q/p = −log p/q.
+    """
+
+    def __init__(self, source, sign: float):
+        self.source = source
+        self.sign = sign
+
+    def __call__(self, A: np.ndarray, name: str) -> np.ndarray:
+        func = self.source.log_ratio if hasattr(self.source, "log_ratio") else self.source
+        return self.sign * _call_on_samples(func, A, name)
+
+
+class _GaussianLogRatio:
+    """log N(x; μ_p, Σ_p) − log N(x; μ_q, Σ_q) for Gaussians fitted to two training samples."""
+
+    def __init__(self, P: np.ndarray, Q: np.ndarray):
+        pooled = np.concatenate([P, Q])
+        d = pooled.shape[1]
+        scale = float(np.trace(np.atleast_2d(np.cov(pooled, rowvar=False)))) / d
+        ridge = _RIDGE * scale if scale > 0.0 else 1.0
+        self.mean_p, self.chol_p, self.log_det_p = _gaussian_fit(P, ridge)
+        self.mean_q, self.chol_q, self.log_det_q = _gaussian_fit(Q, ridge)
+
+    def __call__(self, A: np.ndarray, name: str) -> np.ndarray:
+        out = _log_density(A, self.mean_p, self.chol_p, self.log_det_p) - _log_density(
+            A, self.mean_q, self.chol_q, self.log_det_q
+        )
+        if not np.isfinite(out).all():
+            raise ValueError(
+                f"the Gaussian estimate of the privacy loss overflowed on the samples of {name}; "
+                "pass log_ratio explicitly"
+            )
+        return out
+
+
+def _gaussian_fit(A: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray, float]:
+    d = A.shape[1]
+    mean = A.mean(axis=0)
+    cov = np.atleast_2d(np.cov(A, rowvar=False)) if len(A) > 1 else np.zeros((d, d))
+    chol = np.linalg.cholesky(cov + ridge * np.eye(d))
+    return mean, chol, 2.0 * float(np.sum(np.log(np.diag(chol))))
+
+
+def _log_density(A, mean, chol, log_det) -> np.ndarray:
+    # The −d/2 · log 2π term is common to both densities and cancels in the ratio.
+    white = solve_triangular(chol, (A - mean).T, lower=True)
+    return -0.5 * np.sum(white * white, axis=0) - 0.5 * log_det
+
+
+def _log_mean_exp(v: np.ndarray) -> float:
+    """log mean e^v without overflow (Z = e^{αL} exceeds the double range for large L)."""
+    peak = float(np.max(v))
+    return peak + math.log(float(np.mean(np.exp(v - peak))))
+
+
+def _split_indices(n: int, test_fraction: float, rng: np.random.Generator):
+    perm = rng.permutation(n)
+    n_test = round(n * test_fraction)
+    return perm[n_test:], perm[:n_test]
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared machinery of the two privacy-loss estimators
+# ---------------------------------------------------------------------------------------------
+
+
+class _PrivacyLossEstimator(RenyiEstimatorBase):
+    """Resolves ``log_ratio`` per direction; subclasses compute the bound from loss values."""
+
+    def _ratio_kind(self) -> str:
+        if self.log_ratio is None:
+            return "gaussian"
+        if hasattr(self.log_ratio, "log_ratio"):
+            return "estimator"
+        return "exact"
+
+    def _min_samples(self) -> int:
+        if self._ratio_kind() != "gaussian":
+            return 1
+        # The smallest n leaving at least one row to fit and one to certify.
+        for n in range(2, 100_000):
+            n_test = round(n * self.test_fraction)
+            if n_test >= 1 and n - n_test >= 1:
+                return n
+        raise ValueError(  # pragma: no cover - test_fraction is validated to lie in (0, 1)
+            f"test_fraction={self.test_fraction} leaves no room for both splits"
+        )
+
+    def fit(self, X, Y=None):
+        """Estimate D_α between the laws of X and Y and confidence bounds on it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_p,) or (n_p, d)
+            Sample from P.
+        Y : array-like of shape (n_q,) or (n_q, d)
+            Sample from Q.
+
+        Returns
+        -------
+        self
+        """
+        self.log_ratios_: dict = {}
+        return super().fit(X, Y)
+
+    def _will_be_certified(self) -> bool:
+        # Only the true privacy loss certifies (Markov and Hoeffding need E_Q[e^{αL}] exactly).
+        return self._ratio_kind() == "exact"
+
+    def _directed_loss(self, P, Q, seed, direction):
+        """The privacy loss of this direction and the samples that certify with it."""
+        kind = self._ratio_kind()
+        if kind != "gaussian":
+            # A given ratio was not fitted on these samples: all of them certify.
+            ratio = _DirectedLogRatio(self.log_ratio, -1.0 if direction == "reverse" else 1.0)
+            details = {"log_ratio": kind, "n_train": (0, 0), "n_test": (len(P), len(Q))}
+            return ratio, P, Q, details
+        rng = np.random.default_rng(seed)
+        train_p, test_p = _split_indices(len(P), self.test_fraction, rng)
+        train_q, test_q = _split_indices(len(Q), self.test_fraction, rng)
+        # Fitted on the swapped samples in the reverse direction, so it estimates log q/p there.
+        ratio = _GaussianLogRatio(P[train_p], Q[train_q])
+        details = {
+            "log_ratio": kind,
+            "n_train": (len(train_p), len(train_q)),
+            "n_test": (len(test_p), len(test_q)),
+            "test_index_p": test_p,
+            "test_index_q": test_q,
+        }
+        return ratio, P[test_p], Q[test_q], details
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = self.log_ratio is None and self.random_state is None
+        return tags
+
+
+def _sample_names(direction: str) -> tuple[str, str]:
+    """Which user sample plays P and Q in a direction (for error messages)."""
+    return ("Y", "X") if direction == "reverse" else ("X", "Y")
+
+
+# ---------------------------------------------------------------------------------------------
+# Markov
+# ---------------------------------------------------------------------------------------------
+
+
+class MarkovRenyiBound(_PrivacyLossEstimator):
+    """Lower confidence bound on D_α(P‖Q) from the privacy loss, by Markov's inequality.
+
+    The paper's Theorem 3.1 (Kim, Varshney & Alabi 2026). With L = log p/q and Z_i = e^{αL(Y_i)},
+    Y_i ~ Q, E_Q[Z] = e^{(α−1)D_α}; Markov's inequality on the sample mean Ẑ gives, with
+    probability at least 1 − β,
+
+        D_α(P‖Q) ≥ D̂_Q − log(1/β)/(α−1),   D̂_Q = 1/(α−1) · log Ẑ   (the "Q form").
+
+    The same argument applies to W_i = e^{(α−1)L(X_i)}, X_i ~ P, since E_P[W] = E_Q[Z] (the
+    "P form", D̂_P = 1/(α−1) · log Ŵ); it is far tighter at large D_α, where Ẑ is dominated by
+    rare Q samples. Markov needs no bound on L, so the bound holds for every pair (P, Q) — but
+    only with the TRUE privacy loss.
+
+    Parameters
+    ----------
+    alpha : float, default=2.0
+        Rényi order, > 1.
+    beta : float, default=0.05
+        The lower bound holds with probability at least 1 − beta.
+    direction : {"forward", "reverse", "max"}, default="forward"
+        D_α(P‖Q), D_α(Q‖P), or the larger of the two (beta is split across directions).
+    log_ratio : callable, fitted estimator or None, default=None
+        The privacy loss x ↦ log p(x)/q(x) of the FORWARD pair (X ~ P, Y ~ Q), in every
+        direction (it is negated for ``direction="reverse"``).
+
+        - A callable: the exact loss, vectorised; it receives the (n, d) sample array (a function
+          of (n,) arrays also works for d = 1) and returns n finite values. ``certified_`` is
+          True and all samples certify.
+        - An estimator with a ``log_ratio`` method, e.g. a :class:`rdpest.DVRenyiEstimator`
+          fitted by the user on OTHER data with X ~ P and Y ~ Q: its estimate is used on all
+          samples; ``certified_`` is False.
+        - None: a Gaussian (multivariate, with a small ridge) is fitted to the training part of
+          each sample and their log density ratio estimates L; the other part (``test_fraction``)
+          certifies. ``certified_`` is False.
+
+        With an estimated L̂, E_Q[e^{αL̂}] ≠ e^{(α−1)D_α} in general (it can be larger), so the
+        Markov argument does not apply and the bound is only as good as the estimate.
+    sample : {"both", "p", "q"}, default="both"
+        Which form bounds D_α: "q" (the paper's Z on Q), "p" (W on P), each at level beta, or
+        "both", each at beta/2 (union bound), reporting the larger bound.
+    test_fraction : float, default=0.5
+        Part of each sample that certifies when ``log_ratio`` is None (ignored otherwise).
+    random_state : int, RandomState, Generator or None, default=None
+        Seeds the split when ``log_ratio`` is None.
+
+    Attributes
+    ----------
+    divergence_ : float
+        Point estimate: the P-form plug-in D̂_P when P samples are used (``sample`` "both" or
+        "p"), else the Q-form D̂_Q; the larger direction for ``direction="max"``. ``score``
+        computes the same plug-in on new samples with the same privacy loss.
+    lower_bound_ : float
+        One-sided (1 − beta) lower confidence bound, clamped at 0.
+    certified_ : bool
+        True when ``log_ratio`` is a callable (the exact privacy loss), else False.
+    directions_ : dict of str to DirectionResult
+        Per direction; ``details`` holds the raw bound and the estimate of each form used.
+    log_ratios_ : dict of str to callable
+        The privacy loss used in each direction (``log_ratios_[d](A, name)``).
+    n_features_in_ : int
+
+    See Also
+    --------
+    HoeffdingRenyiBound : lower and upper bounds when the privacy loss is bounded.
+    rdpest.DVRenyiEstimator : certified bounds without knowing the privacy loss.
+
+    References
+    ----------
+    B. D. Kim, L. R. Varshney, D. Alabi. Optimal Guarantees for Auditing Rényi Differentially
+    Private Machine Learning, 2026, Theorem 3.1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rdpest.concentration import MarkovRenyiBound
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.normal(2.0, 1.0, 2000), rng.normal(0.0, 1.0, 2000)  # D_2 = 2·2²/2 = 4
+    >>> est = MarkovRenyiBound(alpha=2.0, log_ratio=lambda x: 2.0 * x - 2.0).fit(X, Y)
+    >>> est.certified_, 3.0 < est.divergence_ < 5.0, 0.0 < est.lower_bound_ < 4.0
+    (True, True, True)
+    """
+
+    _parameter_constraints: dict = {
+        **RenyiEstimatorBase._parameter_constraints,
+        "log_ratio": [callable, HasMethods(["log_ratio"]), None],
+        "sample": [StrOptions({"both", "p", "q"})],
+        "test_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        alpha=2.0,
+        beta=0.05,
+        direction="forward",
+        *,
+        log_ratio=None,
+        sample="both",
+        test_fraction=0.5,
+        random_state=None,
+    ):
+        self.alpha = alpha
+        self.beta = beta
+        self.direction = direction
+        self.log_ratio = log_ratio
+        self.sample = sample
+        self.test_fraction = test_fraction
+        self.random_state = random_state
+
+    def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
+        ratio, P_cert, Q_cert, details = self._directed_loss(P, Q, seed, direction)
+        self.log_ratios_[direction] = ratio
+        name_p, name_q = _sample_names(direction)
+        alpha = float(self.alpha)
+        forms = ("p", "q") if self.sample == "both" else (self.sample,)
+        form_beta = beta / len(forms)  # union bound over the forms used
+        estimates, raw_bounds = {}, {}
+        for form in forms:
+            if form == "p":
+                # E_P[e^{(α−1)L}] = E_Q[(p/q)^α] = e^{(α−1)D_α} (the definition, PAPER_NOTES).
+                log_mean = _log_mean_exp((alpha - 1.0) * ratio(P_cert, name_p))
+            else:
+                # Kim, Varshney & Alabi (2026), Thm 3.1: Z = e^{αL(Y)}, E_Q[Z] = e^{(α−1)D_α}.
+                log_mean = _log_mean_exp(alpha * ratio(Q_cert, name_q))
+            estimates[form] = log_mean / (alpha - 1.0)
+            # Thm 3.1: Markov gives P(mean > E/β) <= β, i.e. log E >= log mean − log(1/β).
+            raw_bounds[form] = (log_mean - math.log(1.0 / form_beta)) / (alpha - 1.0)
+        best = max(raw_bounds, key=raw_bounds.get)
+        details.update(
+            raw_lower_bound=raw_bounds[best],
+            form=best,
+            form_beta=form_beta,
+            estimates=estimates,
+            raw_lower_bounds=raw_bounds,
+        )
+        point = estimates["p"] if "p" in estimates else estimates["q"]
+        return DirectionResult(
+            divergence=float(point),
+            lower_bound=max(0.0, float(raw_bounds[best])),
+            beta=beta,
+            details=details,
+        )
+
+    def _score_direction(self, X, Y, direction) -> float:
+        ratio = self.log_ratios_[direction]
+        name_p, name_q = _sample_names(direction)
+        alpha = float(self.alpha)
+        if self.sample in ("both", "p"):
+            return _log_mean_exp((alpha - 1.0) * ratio(X, name_p)) / (alpha - 1.0)
+        return _log_mean_exp(alpha * ratio(Y, name_q)) / (alpha - 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hoeffding
+# ---------------------------------------------------------------------------------------------
+
+
+class HoeffdingRenyiBound(_PrivacyLossEstimator):
+    """Lower and upper confidence bounds on D_α(P‖Q) under a bounded privacy loss (Hoeffding).
+
+    The paper's Theorems B.2 and B.3 (Kim, Varshney & Alabi 2026). Under its Assumption B.1,
+    L = log p/q ≤ B everywhere, Z = e^{αL(Y)} with Y ~ Q lies in [0, M], M = e^{αB}, and
+    E_Q[Z] = e^{(α−1)D_α}. With Ẑ the sample mean of n values of Z,
+
+    - lower (Thm B.3, one-sided Hoeffding at level β):
+      D_α ≥ 1/(α−1) · log max{1, Ẑ − M·√(log(1/β)/(2n))};
+    - upper (Thm B.2, at level β): D_α ≤ 1/(α−1) · log(Ẑ + M·√(log(2/β)/(2n))), further capped
+      at αB/(α−1) since Ẑ ≤ M.
+
+    Each bound holds with probability at least 1 − β on its own. Theorem B.2 takes its radius
+    from the TWO-sided Hoeffding inequality (β/2 per side), so the interval [Ẑ − t, Ẑ + t] with
+    t = M·√(log(2/β)/(2n)) holds jointly at 1 − β: its lower end is reported in
+    ``directions_[...].details["interval"]`` together with the upper bound; ``lower_bound_`` is
+    the tighter one-sided Theorem B.3 bound. (``lower_bound_`` and ``upper_bound_`` taken
+    together hold with probability at least 1 − 2β.)
+
+    For pure ε-DP mechanisms B = ε is exact; for others the assumption is a truncation model.
+    Samples whose privacy loss exceeds B refute the assumption: ``fit`` raises ``ValueError``
+    rather than report a wrong interval.
+
+    Parameters
+    ----------
+    alpha : float, default=2.0
+        Rényi order, > 1.
+    beta : float, default=0.05
+        Each bound holds with probability at least 1 − beta.
+    direction : {"forward", "reverse", "max"}, default="forward"
+        D_α(P‖Q), D_α(Q‖P), or the larger of the two (beta is split across directions; the upper
+        bound of "max" is the larger of the two upper bounds). The privacy loss of the reverse
+        direction is −L.
+    privacy_loss_bound : float
+        B > 0 with L ≤ B ("forward"), −L ≤ B ("reverse"), |L| ≤ B ("max"): a bound on |L|, as
+        for an ε-DP mechanism (B = ε). Required.
+    log_ratio : callable, fitted estimator or None, default=None
+        The privacy loss log p/q of the forward pair, as in :class:`MarkovRenyiBound`: a callable
+        (exact, ``certified_`` True) receiving the (n, d) sample array, an estimator with a
+        ``log_ratio`` method fitted on other data, or None (Gaussian fit on a training split).
+        Estimated losses are clipped at B (the assumption says the true loss is), and
+        ``certified_`` is False: the bound then needs the estimate to be exact.
+    test_fraction : float, default=0.5
+        Part of each sample that certifies when ``log_ratio`` is None (ignored otherwise).
+    random_state : int, RandomState, Generator or None, default=None
+        Seeds the split when ``log_ratio`` is None.
+
+    Attributes
+    ----------
+    divergence_ : float
+        Point estimate D̂ = 1/(α−1) · log Ẑ (the larger direction for ``direction="max"``).
+    lower_bound_ : float
+        One-sided (1 − beta) lower confidence bound (Thm B.3), >= 0.
+    upper_bound_ : float
+        (1 − beta) upper confidence bound (Thm B.2); the larger direction's for "max".
+    certified_ : bool
+        True when ``log_ratio`` is a callable (the exact privacy loss), else False. Both bounds
+        also need the assumption L ≤ B, which ``fit`` checks on every sample it evaluates.
+    directions_ : dict of str to DirectionResult
+        Per direction, with ``upper_bound`` set; ``details`` holds the raw lower bound, Ẑ/M, the
+        Hoeffding radii and the joint two-sided interval.
+    log_ratios_ : dict of str to callable
+        The privacy loss used in each direction.
+    n_features_in_ : int
+
+    See Also
+    --------
+    MarkovRenyiBound : lower bound without assuming a bounded privacy loss.
+
+    References
+    ----------
+    B. D. Kim, L. R. Varshney, D. Alabi. Optimal Guarantees for Auditing Rényi Differentially
+    Private Machine Learning, 2026, Assumption B.1, Theorems B.2 and B.3. W. Hoeffding.
+    Probability inequalities for sums of bounded random variables, JASA 58, 1963.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rdpest.concentration import HoeffdingRenyiBound
+    >>> rng = np.random.default_rng(0)
+    >>> X, Y = rng.laplace(0.5, 1.0, 5000), rng.laplace(0.0, 1.0, 5000)  # 0.5-DP Laplace pair
+    >>> L = lambda x: np.abs(x) - np.abs(x - 0.5)
+    >>> est = HoeffdingRenyiBound(alpha=2.0, privacy_loss_bound=0.5, log_ratio=L).fit(X, Y)
+    >>> est.lower_bound_ <= est.divergence_ <= est.upper_bound_  # truth: D_2 ≈ 0.201
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **RenyiEstimatorBase._parameter_constraints,
+        "privacy_loss_bound": [Interval(Real, 0, None, closed="neither")],
+        "log_ratio": [callable, HasMethods(["log_ratio"]), None],
+        "test_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        alpha=2.0,
+        beta=0.05,
+        direction="forward",
+        *,
+        privacy_loss_bound,
+        log_ratio=None,
+        test_fraction=0.5,
+        random_state=None,
+    ):
+        self.alpha = alpha
+        self.beta = beta
+        self.direction = direction
+        self.privacy_loss_bound = privacy_loss_bound
+        self.log_ratio = log_ratio
+        self.test_fraction = test_fraction
+        self.random_state = random_state
+
+    def fit(self, X, Y=None):
+        """Estimate D_α between the laws of X and Y and lower and upper bounds on it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_p,) or (n_p, d)
+            Sample from P.
+        Y : array-like of shape (n_q,) or (n_q, d)
+            Sample from Q.
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            If the (exact) privacy loss exceeds ``privacy_loss_bound`` on a sample.
+        """
+        super().fit(X, Y)
+        self.upper_bound_ = float(max(r.upper_bound for r in self.directions_.values()))
+        return self
+
+    def _bounded_loss(self, ratio, A, name, direction) -> tuple[np.ndarray, int]:
+        """Loss values on A, checked (exact ratio) or clipped (estimated ratio) at B.
+
+        Returns the values and how many were clipped.
+        """
+        bound = float(self.privacy_loss_bound)
+        values = ratio(A, name)
+        limit = bound + _BOUND_TOLERANCE * max(1.0, bound)
+        if self._ratio_kind() == "exact" and values.max() > limit:
+            sign = "−log p/q" if direction == "reverse" else "log p/q"
+            raise ValueError(
+                f"the privacy loss {sign} reaches {values.max():.6g} on a sample of {name}, above "
+                f"privacy_loss_bound={bound:g}: the bounded privacy loss assumption of "
+                "HoeffdingRenyiBound does not hold (privacy_loss_bound must bound |log p/q|)"
+            )
+        return np.minimum(values, bound), int(np.sum(values > limit))
+
+    def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
+        ratio, P_cert, Q_cert, details = self._directed_loss(P, Q, seed, direction)
+        self.log_ratios_[direction] = ratio
+        name_p, name_q = _sample_names(direction)
+        alpha, bound = float(self.alpha), float(self.privacy_loss_bound)
+        if self._ratio_kind() == "exact":
+            # Assumption B.1 is about every x: a violation on the P samples refutes it too.
+            self._bounded_loss(ratio, P_cert, name_p, direction)
+        loss, n_clipped = self._bounded_loss(ratio, Q_cert, name_q, direction)
+        n = loss.size
+        # Z / M = e^{α(L − B)} ∈ [0, 1] (Assumption B.1), scaled so that M = e^{αB} never
+        # overflows; log Ẑ = αB + log mean(Z/M).
+        scaled = np.exp(alpha * (loss - bound))
+        # Thm B.3: one-sided Hoeffding, Ẑ/M − √(log(1/β)/(2n)) (clamped at 0 by the library).
+        lower_mean = hoeffding_lower_bound(scaled, beta)
+        # Thm B.2: Ẑ/M + √(log(2/β)/(2n)) = the one-sided Hoeffding upper bound at β/2, capped
+        # at 1 (i.e. Ẑ ≤ M) by the library.
+        upper_mean = mean_upper_bound(scaled, beta / 2.0, method="hoeffding")
+        radius_two_sided = math.sqrt(math.log(2.0 / beta) / (2.0 * n))
+        joint_lower_mean = max(0.0, float(scaled.mean()) - radius_two_sided)
+        log_m = alpha * bound
+
+        def to_divergence(mean_over_m: float) -> float:
+            # D = 1/(α−1) · log max{1, M·mean}: E_Q[Z] >= 1 because D_α >= 0.
+            if mean_over_m <= 0.0:
+                return 0.0
+            return max(0.0, (log_m + math.log(mean_over_m)) / (alpha - 1.0))
+
+        raw_lower = (
+            (log_m + math.log(lower_mean)) / (alpha - 1.0) if lower_mean > 0.0 else -math.inf
+        )
+        upper = (log_m + math.log(upper_mean)) / (alpha - 1.0)
+        details.update(
+            raw_lower_bound=raw_lower,
+            scaled_mean=float(scaled.mean()),
+            radius_lower=math.sqrt(math.log(1.0 / beta) / (2.0 * n)),
+            radius_upper=radius_two_sided,
+            interval=(to_divergence(joint_lower_mean), upper),
+            n_clipped=n_clipped,
+        )
+        return DirectionResult(
+            divergence=_log_mean_exp(alpha * loss) / (alpha - 1.0),
+            lower_bound=to_divergence(lower_mean),
+            beta=beta,
+            upper_bound=upper,
+            details=details,
+        )
+
+    def _score_direction(self, X, Y, direction) -> float:
+        ratio = self.log_ratios_[direction]
+        _, name_q = _sample_names(direction)
+        loss, _ = self._bounded_loss(ratio, Y, name_q, direction)
+        return _log_mean_exp(float(self.alpha) * loss) / (float(self.alpha) - 1.0)
