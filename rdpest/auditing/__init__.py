@@ -6,6 +6,7 @@ certified lower bound with the claimed ε_α.
 """
 
 from rdpest.auditing.auditor import Auditor, default_estimators, run_seed
+from rdpest.auditing.dpsgd import DPSGDAuditor
 from rdpest.auditing.result import AuditResult
 from rdpest.auditing.store import RunStore
 from rdpest.auditing.synthetic import GaussianMechanismScore
@@ -13,6 +14,7 @@ from rdpest.auditing.synthetic import GaussianMechanismScore
 __all__ = [
     "AuditResult",
     "Auditor",
+    "DPSGDAuditor",
     "GaussianMechanismScore",
     "RunStore",
     "default_estimators",

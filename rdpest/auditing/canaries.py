@@ -1,0 +1,178 @@
+"""Canaries: the one example by which the two neighbouring training sets of an audit differ.
+
+- ``"blank"``: an all-zero input (the paper's choice, after Nasr et al. 2023, "Tight Auditing of
+  Differentially Private Machine Learning", and Annamalai & De Cristofaro 2024, "Nearly Tight
+  Black-Box Auditing of Differentially Private Machine Learning", the paper's [31]). Combined
+  with worst-case initial parameters, its gradient is large and points where the rest of the data
+  hardly pushes.
+- ``"clipbkd"``: ClipBKD of Jagielski, Ullman & Oprea 2020, "Auditing Differentially Private
+  Machine Learning: How Private is Private SGD?" (NeurIPS): the input is the direction in which
+  the training data varies least (the last right singular vector of the centred data), so the
+  other examples' gradients have little component along it, scaled to a typical example norm;
+  the label is the class the (initial) model finds least likely, so its gradient is large and
+  survives clipping at full norm.
+- a user-supplied ``(x, y)`` pair.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+from torch import nn
+
+__all__ = ["CANARIES", "make_canary"]
+
+CANARIES = ("blank", "clipbkd")
+
+
+def _unwrap(model: nn.Module) -> nn.Module:
+    """Return the user module inside an Opacus GradSampleModule (or the module itself)."""
+    inner = getattr(model, "_module", None)
+    return inner if isinstance(inner, nn.Module) else model
+
+
+def _check_label(label, n_classes: int | None) -> int:
+    if isinstance(label, bool) or not isinstance(label, numbers.Integral | np.integer):
+        raise ValueError(f"label must be an integer class, got {label!r}")
+    label = int(label)
+    if label < 0 or (n_classes is not None and label >= n_classes):
+        bound = f" in [0, {n_classes})" if n_classes is not None else " >= 0"
+        raise ValueError(f"label must be a class{bound}, got {label}")
+    return label
+
+
+def _least_likely_label(model: nn.Module, x: np.ndarray) -> int:
+    module = _unwrap(model)
+    try:
+        device = next(module.parameters()).device
+    except StopIteration:
+        device = torch.device("cpu")
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            logits = module(torch.as_tensor(x[None], dtype=torch.float32, device=device))
+    finally:
+        module.train(was_training)
+    if logits.ndim != 2 or logits.shape[0] != 1:
+        raise ValueError(
+            f"model must map a batch of one example to logits of shape (1, n_classes), got "
+            f"shape {tuple(logits.shape)}"
+        )
+    return int(torch.argmin(logits[0]).item())
+
+
+def _clipbkd_input(X: np.ndarray) -> np.ndarray:
+    flat = X.reshape(len(X), -1).astype(np.float64)
+    centred = flat - flat.mean(axis=0)
+    n, d = centred.shape
+    # With fewer rows than features, the least-variance directions lie in the null space: ask for
+    # the full V so that the last row of Vᵀ is one of them.
+    _, _, vt = np.linalg.svd(centred, full_matrices=n < d)
+    direction = vt[-1]
+    # Singular vectors have an arbitrary sign; fix it so the canary is deterministic.
+    if direction[np.argmax(np.abs(direction))] < 0:
+        direction = -direction
+    scale = float(np.median(np.linalg.norm(flat, axis=1)))
+    if scale == 0.0:
+        scale = 1.0
+    return (scale * direction).reshape(X.shape[1:]).astype(np.float32)
+
+
+def make_canary(
+    kind: str | tuple,
+    X,
+    y,
+    model: nn.Module | None = None,
+    label: int | None = None,
+) -> tuple[np.ndarray, int]:
+    """Build the audit canary ``(x, label)``.
+
+    Parameters
+    ----------
+    kind : {"blank", "clipbkd"} or tuple (x, y)
+        ``"blank"``: all-zero input, label ``label`` (default 0). ``"clipbkd"``: ClipBKD
+        (Jagielski et al. 2020): the unit direction of smallest variance of the centred data
+        ``X`` (from numpy's SVD), scaled to the median row norm of ``X``, with label ``label`` or,
+        by default, the class that ``model`` finds least likely for that input. A tuple
+        ``(x, y)`` is a user canary, checked against the shape of one row of ``X``.
+    X : array-like of shape (n, d) or (n, *image_shape)
+        The audited training data (defines the canary's shape and, for ClipBKD, its direction).
+    y : array-like of shape (n,)
+        Its labels (define the number of classes when no model is given).
+    model : torch.nn.Module, optional
+        The initial model θ₀ (e.g. the pretrained one); needed by ``"clipbkd"`` unless ``label``
+        is given. An Opacus ``GradSampleModule`` is unwrapped.
+    label : int, optional
+        Overrides the canary's label; must lie in ``[0, max(y)]``.
+
+    Returns
+    -------
+    x : numpy.ndarray, float32, of the shape of one row of ``X``
+    label : int
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind, a ClipBKD canary with neither model nor label, a user canary of the
+        wrong shape or non-finite values, or a label that is not a valid class.
+
+    Examples
+    --------
+    >>> X = np.random.default_rng(0).normal(size=(50, 4)).astype(np.float32)
+    >>> y = np.arange(50) % 3
+    >>> x, c = make_canary("blank", X, y)
+    >>> x.tolist(), c
+    ([0.0, 0.0, 0.0, 0.0], 0)
+    >>> x, c = make_canary("clipbkd", X, y, label=2)
+    >>> x.shape, c
+    ((4,), 2)
+    """
+    from .data import load_arrays
+
+    X, y = load_arrays(X, y)
+    n_classes = int(y.max()) + 1
+    row_shape = X.shape[1:]
+
+    if isinstance(kind, tuple | list) and len(kind) == 2:
+        x_user, y_user = kind
+        try:
+            x = np.asarray(x_user, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise ValueError("the user canary's input must be a numeric array") from None
+        if x.shape != row_shape:
+            if x.size == int(np.prod(row_shape)) and (x.ndim == 1 or len(row_shape) == 1):
+                x = x.reshape(row_shape)
+            else:
+                raise ValueError(
+                    f"the user canary's input has shape {x.shape}, but one row of X has shape "
+                    f"{row_shape}"
+                )
+        if not np.all(np.isfinite(x)):
+            raise ValueError("the user canary's input must be finite")
+        if label is not None:
+            y_user = label
+        return x, _check_label(y_user, n_classes)
+
+    if not isinstance(kind, str) or kind not in CANARIES:
+        raise ValueError(
+            f"unknown canary kind {kind!r}; use one of {list(CANARIES)} or a tuple (x, y)"
+        )
+    if model is not None and not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+
+    if kind == "blank":
+        x = np.zeros(row_shape, dtype=np.float32)
+        return x, _check_label(0 if label is None else label, n_classes)
+
+    x = _clipbkd_input(X)
+    if label is not None:
+        return x, _check_label(label, n_classes)
+    if model is None:
+        raise ValueError(
+            "the 'clipbkd' canary needs model (the initial model, to pick its least likely "
+            "class) or an explicit label"
+        )
+    return x, _least_likely_label(model, x)

@@ -1,0 +1,444 @@
+"""Tests of the DP-SGD audit's building blocks: data, models, canaries and training runs."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from rdpest.auditing.canaries import make_canary
+from rdpest.auditing.data import load_arrays, load_digits_data, load_npz, split_pretrain
+from rdpest.auditing.models import make_model
+from rdpest.auditing.training import DPSGDRun, canary_loss, pretrain, train_dp_sgd
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits_data()
+
+
+@pytest.fixture(scope="module")
+def small_audit(digits):
+    """A 200-row stratified slice of the digits audit half, and θ₀ of an LR model."""
+    X, y = digits
+    X_pre, y_pre, X_audit, y_audit = split_pretrain(X, y, seed=0)
+    _, _, X_small, y_small = split_pretrain(X_audit, y_audit, pretrain_fraction=0.75, seed=1)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = make_model("lr", 64, 10)
+    theta0 = pretrain(model, X_pre, y_pre, epochs=10, seed=0)
+    model.load_state_dict(theta0)
+    return X_small, y_small, model, theta0
+
+
+def _flat(module: nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().cpu().flatten() for p in module.parameters()])
+
+
+def _toy(n=30, d=4, seed=0):
+    X = np.random.default_rng(seed).random((n, d), dtype=np.float32)
+    y = (X[:, 0] > 0.5).astype(np.int64)
+    return X, y
+
+
+# ------------------------------------------------------------------------------------------------
+# data
+# ------------------------------------------------------------------------------------------------
+def test_digits_shapes_and_scaling(digits):
+    X, y = digits
+    assert X.shape == (1797, 64) and X.dtype == np.float32
+    assert y.shape == (1797,) and y.dtype == np.int64
+    assert X.min() == 0.0 and X.max() == 1.0
+    assert set(y.tolist()) == set(range(10))
+
+
+def test_split_is_disjoint_stratified_and_reproducible(digits):
+    X, y = digits
+    X_pre, y_pre, X_audit, y_audit = split_pretrain(X, y, pretrain_fraction=0.5, seed=3)
+    assert len(X_pre) + len(X_audit) == len(X)
+    assert np.all(np.abs(np.bincount(y_pre) - np.bincount(y_audit)) <= 1)
+    again = split_pretrain(X, y, pretrain_fraction=0.5, seed=3)
+    assert np.array_equal(again[0], X_pre) and np.array_equal(again[3], y_audit)
+
+
+def test_split_partitions_indices(digits):
+    _, y = digits
+    ids = np.arange(len(y), dtype=np.float32)[:, None]
+    pre, _, audit, _ = split_pretrain(ids, y, seed=0)
+    assert sorted(np.concatenate([pre[:, 0], audit[:, 0]]).tolist()) == ids[:, 0].tolist()
+
+
+def test_load_arrays_accepts_images_and_integral_float_labels():
+    X, y = load_arrays(np.zeros((4, 3, 5, 5)), np.array([0.0, 1.0, 2.0, 1.0]))
+    assert X.shape == (4, 3, 5, 5) and X.dtype == np.float32 and y.dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("X", "y", "match"),
+    [
+        (np.zeros(4), [0, 1, 0, 1], "at least 2 dimensions"),
+        (np.zeros((4, 2)), [0, 1, 0], "same length"),
+        (np.full((2, 2), np.nan), [0, 1], "finite"),
+        (np.zeros((2, 2)), [0, 0], "at least 2 classes"),
+        (np.zeros((2, 2)), [0.5, 1.0], "integer"),
+        (np.zeros((2, 2)), [[0], [1]], "1-dimensional"),
+        (np.zeros((2, 2)), [-1, 1], ">= 0"),
+        (np.array([["a", "b"], ["c", "d"]]), [0, 1], "numeric"),
+    ],
+)
+def test_load_arrays_rejects_bad_input(X, y, match):
+    with pytest.raises(ValueError, match=match):
+        load_arrays(X, y)
+
+
+def test_load_npz(tmp_path):
+    path = tmp_path / "data.npz"
+    np.savez(path, X=np.ones((6, 2)), y=np.array([0, 1, 2, 0, 1, 2]))
+    X, y = load_npz(path)
+    assert X.shape == (6, 2) and y.tolist() == [0, 1, 2, 0, 1, 2]
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, features=np.ones((2, 2)))
+    with pytest.raises(ValueError, match="x_train"):
+        load_npz(bad)
+    with pytest.raises(ValueError, match="does not exist"):
+        load_npz(tmp_path / "missing.npz")
+
+
+@pytest.mark.parametrize("fraction", [0.0, 1.0, -0.5, "half", True])
+def test_split_rejects_bad_fraction(digits, fraction):
+    with pytest.raises(ValueError, match="pretrain_fraction"):
+        split_pretrain(*digits, pretrain_fraction=fraction)
+
+
+# ------------------------------------------------------------------------------------------------
+# models
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["lr", "cnn"])
+def test_model_output_shapes(name):
+    model = make_model(name, 64, 10)
+    assert model(torch.zeros(7, 64)).shape == (7, 10)
+    assert model(torch.zeros(2, 1, 8, 8)).shape == (2, 10)
+
+
+def test_cnn_other_image_shapes_and_factory():
+    assert make_model("cnn", 3 * 7 * 7, 4, input_shape=(3, 7, 7))(torch.zeros(2, 147)).shape == (
+        2,
+        4,
+    )
+
+    def factory(n_features, n_classes):
+        return nn.Linear(n_features, n_classes)
+
+    assert isinstance(make_model(factory, 5, 3), nn.Linear)
+
+
+def test_models_are_opacus_compatible():
+    from opacus.validators import ModuleValidator
+
+    for name in ("lr", "cnn"):
+        assert ModuleValidator.is_valid(make_model(name, 64, 10))
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (("mlp", 64, 10), "unknown model.*'lr'"),
+        (("lr", 0, 10), "n_features"),
+        (("lr", 64, 1), "n_classes"),
+        (("cnn", 60, 10), "perfect square"),
+        ((lambda d, k: "not a module", 64, 10), "nn.Module"),
+    ],
+)
+def test_make_model_rejects_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        make_model(*args)
+
+
+def test_cnn_rejects_mismatched_shape():
+    with pytest.raises(ValueError, match="input_shape"):
+        make_model("cnn", 64, 10, input_shape=(1, 7, 7))
+
+
+# ------------------------------------------------------------------------------------------------
+# canaries
+# ------------------------------------------------------------------------------------------------
+def test_blank_canary(digits):
+    X, y = digits
+    x, label = make_canary("blank", X, y)
+    assert x.shape == (64,) and x.dtype == np.float32 and not x.any() and label == 0
+    assert make_canary("blank", X, y, label=7)[1] == 7
+    x_img, _ = make_canary("blank", X.reshape(-1, 1, 8, 8), y)
+    assert x_img.shape == (1, 8, 8)
+
+
+@pytest.mark.parametrize("n", [500, 3])  # more rows than features, and fewer
+def test_clipbkd_is_the_smallest_variance_direction(n):
+    rng = np.random.default_rng(0)
+    scales = np.array([5.0, 3.0, 2.0, 1.0, 0.1])
+    X = (rng.normal(size=(n, 5)) * scales + 1.0).astype(np.float32)
+    y = np.arange(n) % 2
+    x, label = make_canary("clipbkd", X, y, label=1)
+    assert label == 1
+    norm = np.linalg.norm(x)
+    assert norm == pytest.approx(np.median(np.linalg.norm(X, axis=1)), rel=1e-5)
+    unit = x.astype(np.float64) / norm
+    centred = X - X.mean(axis=0)
+    eigvals, eigvecs = np.linalg.eigh(centred.T @ centred / n)
+    assert abs(unit @ eigvecs[:, -1]) < 1e-4  # orthogonal to the top principal direction
+    assert np.var(centred @ unit) == pytest.approx(max(eigvals[0], 0.0), abs=1e-4)
+
+
+def test_clipbkd_least_likely_label_from_model():
+    X, y = _toy(n=40, d=4)
+    y = np.arange(40) % 4
+    model = nn.Linear(4, 4)
+    nn.init.zeros_(model.weight)
+    with torch.no_grad():
+        model.bias.copy_(torch.tensor([0.0, 1.0, -5.0, 2.0]))
+    _, label = make_canary("clipbkd", X, y, model=model)
+    assert label == 2
+    assert make_canary("clipbkd", X, y, model=model, label=3)[1] == 3
+
+
+def test_user_canary_and_errors(digits):
+    X, y = digits
+    x, label = make_canary((np.ones(64), 4), X, y)
+    assert x.shape == (64,) and label == 4
+    with pytest.raises(ValueError, match="shape"):
+        make_canary((np.ones(63), 4), X, y)
+    with pytest.raises(ValueError, match="needs model"):
+        make_canary("clipbkd", X, y)
+    with pytest.raises(ValueError, match="unknown canary"):
+        make_canary("golden", X, y)
+    with pytest.raises(ValueError, match="label"):
+        make_canary("blank", X, y, label=10)
+    with pytest.raises(ValueError, match="label"):
+        make_canary((np.ones(64), 1.5), X, y)
+
+
+# ------------------------------------------------------------------------------------------------
+# training
+# ------------------------------------------------------------------------------------------------
+def test_pretrain_reduces_loss_and_leaves_model_alone(digits):
+    X, y = digits
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = make_model("lr", 64, 10)
+    before = _flat(model)
+    criterion = nn.CrossEntropyLoss()
+    with torch.no_grad():
+        loss0 = float(criterion(model(torch.from_numpy(X)), torch.from_numpy(y)))
+    state = pretrain(model, X, y, epochs=3, seed=0)
+    assert torch.equal(_flat(model), before)
+    model.load_state_dict(state)
+    with torch.no_grad():
+        loss1 = float(criterion(model(torch.from_numpy(X)), torch.from_numpy(y)))
+    assert loss1 < 0.5 * loss0
+    assert all(v.device.type == "cpu" for v in state.values())
+
+
+def test_train_dp_sgd_reproducible_and_leaves_rng_and_model_alone(small_audit):
+    X, y, model, _ = small_audit
+    before = _flat(model)
+    torch_state = torch.get_rng_state()
+    np_state = np.random.get_state()[1].copy()  # noqa: NPY002 (global state untouched?)
+    kwargs = {"noise_multiplier": 1.0, "steps": 5}
+    a = train_dp_sgd(model, X, y, seed=11, **kwargs)
+    b = train_dp_sgd(model, X, y, seed=11, **kwargs)
+    c = train_dp_sgd(model, X, y, seed=12, **kwargs)
+    assert torch.equal(_flat(a), _flat(b))
+    assert not torch.equal(_flat(a), _flat(c))
+    assert torch.equal(_flat(model), before) and a is not model
+    assert torch.equal(torch.get_rng_state(), torch_state)
+    assert np.array_equal(np.random.get_state()[1], np_state)  # noqa: NPY002
+    assert not any(hasattr(p, "grad_sample") for p in a.parameters())
+
+
+def test_expanded_weights_and_hooks_agree(small_audit):
+    X, y, model, _ = small_audit
+    kwargs = {"noise_multiplier": 1.0, "steps": 3, "seed": 5}
+    hooks = train_dp_sgd(model, X, y, grad_sample_mode="hooks", **kwargs)
+    ew = train_dp_sgd(model, X, y, grad_sample_mode="ew", **kwargs)
+    assert torch.allclose(_flat(hooks), _flat(ew), atol=1e-6)
+
+
+def test_poisson_sampling_reproducible_with_empty_batches():
+    X, y = _toy()
+    model = make_model("lr", 4, 2)
+    a = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=10, sample_rate=0.02, seed=1)
+    b = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=10, sample_rate=0.02, seed=1)
+    c = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=10, sample_rate=0.3, seed=1)
+    assert torch.equal(_flat(a), _flat(b)) and not torch.equal(_flat(a), _flat(c))
+
+
+def test_noise_is_sigma_c_on_the_summed_gradient():
+    # Clipping norm C = 1e-6 makes the summed clipped gradient negligible (<= n·C); with the step
+    # learning_rate / expected_batch_size = 1, one step moves each parameter by -N(0, (σC)²).
+    X, y = _toy(n=50, d=30)
+    model = make_model("lr", 30, 2)
+    for bug, expected in [(1.0, 1.0), (0.5, 0.5)]:
+        out = train_dp_sgd(
+            model,
+            X,
+            y,
+            noise_multiplier=1e6,
+            max_grad_norm=1e-6,
+            steps=1,
+            learning_rate=50.0,
+            seed=0,
+            noise_scale_bug=bug,
+        )
+        delta = (_flat(out) - _flat(model)).numpy()
+        assert np.std(delta) == pytest.approx(expected, rel=0.15)
+
+
+def test_noise_scale_bug_equals_smaller_noise(small_audit):
+    X, y, model, _ = small_audit
+    buggy = train_dp_sgd(model, X, y, noise_multiplier=2.0, noise_scale_bug=0.25, steps=3, seed=4)
+    honest = train_dp_sgd(model, X, y, noise_multiplier=0.5, steps=3, seed=4)
+    claimed = train_dp_sgd(model, X, y, noise_multiplier=2.0, steps=3, seed=4)
+    assert torch.equal(_flat(buggy), _flat(honest))
+    assert not torch.equal(_flat(buggy), _flat(claimed))
+
+
+def test_canary_signal_vanishes_with_huge_noise_and_is_clear_with_tiny_noise(small_audit):
+    X, y, _, theta0 = small_audit
+    canary = make_canary("blank", X, y)
+    runs = {
+        sigma: DPSGDRun("lr", X, y, canary, theta0, noise_multiplier=sigma, steps=5)
+        for sigma in (1e4, 1e-3)
+    }
+    seeds = range(10)
+    for sigma, run in runs.items():
+        with_c = np.array([run(True, s) for s in seeds])
+        without = np.array([run(False, 100 + s) for s in seeds])
+        if sigma > 1:
+            pooled = np.sqrt((with_c.var() + without.var()) / 2)
+            assert abs(with_c.mean() - without.mean()) < pooled  # effect size << 1 (μ ≈ 2e-4)
+        else:
+            assert with_c.max() < without.min()  # including the canary lowers its loss
+
+
+def test_dpsgd_run_pickles_and_reproduces(small_audit):
+    X, y, _, theta0 = small_audit
+    canary = make_canary("blank", X, y)
+    run = DPSGDRun("lr", X, y, canary, theta0, noise_multiplier=1.0, steps=3)
+    clone = pickle.loads(pickle.dumps(run))
+    first = run(True, seed=3)
+    assert isinstance(first, float)
+    assert clone(True, seed=3) == first == run(True, seed=3)
+    assert run(True, seed=4) != first
+    assert run._cache is not None and pickle.loads(pickle.dumps(run))._cache is None
+    threads = torch.get_num_threads()
+    run(False, seed=0)
+    assert torch.get_num_threads() == threads
+
+
+def test_dpsgd_run_cnn_and_default_initialisation(digits):
+    X, y = digits
+    X, y = X[:60], y[:60]
+    run = DPSGDRun("cnn", X, y, make_canary("blank", X, y), None, noise_multiplier=1.0, steps=2)
+    value = run(True, seed=0)
+    assert np.isfinite(value) and value == pickle.loads(pickle.dumps(run))(True, seed=0)
+
+
+def test_canary_loss_matches_cross_entropy_and_unwraps_opacus():
+    from opacus import GradSampleModule
+
+    net = nn.Linear(3, 4)
+    x = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    with torch.no_grad():
+        expected = float(
+            nn.functional.cross_entropy(net(torch.from_numpy(x)[None]), torch.tensor([1]))
+        )
+    assert canary_loss(net, x, 1) == pytest.approx(expected)
+    wrapped = GradSampleModule(nn.Linear(3, 4))
+    wrapped._module.load_state_dict(net.state_dict())
+    assert canary_loss(wrapped, x, 1) == pytest.approx(expected)
+    net.train()
+    canary_loss(net, x, 1)
+    assert net.training
+    with pytest.raises(ValueError, match="class"):
+        canary_loss(net, x, 4)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"noise_multiplier": -1.0}, "noise_multiplier"),
+        ({"max_grad_norm": 0.0}, "max_grad_norm"),
+        ({"steps": 0}, "steps"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+        ({"sample_rate": 0.0}, "sample_rate"),
+        ({"sample_rate": 1.5}, "sample_rate"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"device": "tpu"}, "device"),
+        ({"grad_sample_mode": "vmap"}, "grad_sample_mode"),
+        ({"noise_scale_bug": -0.5}, "noise_scale_bug"),
+    ],
+)
+def test_train_dp_sgd_rejects_bad_settings(kwargs, match):
+    X, y = _toy()
+    settings = {"noise_multiplier": 1.0, "steps": 1, "seed": 0, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        train_dp_sgd(make_model("lr", 4, 2), X, y, **settings)
+
+
+def test_training_rejects_bad_model_and_data():
+    X, y = _toy()
+    with pytest.raises(ValueError, match=r"nn\.Module"):
+        train_dp_sgd("lr", X, y, noise_multiplier=1.0, seed=0)
+    with pytest.raises(ValueError, match="same length"):
+        train_dp_sgd(make_model("lr", 4, 2), X, y[:-1], noise_multiplier=1.0, seed=0)
+    with pytest.raises(ValueError, match="epochs"):
+        pretrain(make_model("lr", 4, 2), X, y, epochs=0)
+
+
+def test_dpsgd_run_rejects_bad_input():
+    X, y = _toy()
+    canary = (np.zeros(4, np.float32), 0)
+    with pytest.raises(ValueError, match="canary"):
+        DPSGDRun("lr", X, y, (np.zeros(5), 0), noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="canary"):
+        DPSGDRun("lr", X, y, np.zeros(4), noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="initial_state"):
+        DPSGDRun("lr", X, y, canary, {"weight": np.zeros(3)}, noise_multiplier=1.0)
+    with pytest.raises(ValueError, match="unknown model"):
+        DPSGDRun("svm", X, y, canary, noise_multiplier=1.0)
+    run = DPSGDRun("lr", X, y, canary, noise_multiplier=1.0, steps=1)
+    with pytest.raises(ValueError, match="include_canary"):
+        run(1, 0)
+    with pytest.raises(ValueError, match="seed"):
+        run(True, -3)
+
+
+@CUDA
+def test_cuda_training_is_reproducible(small_audit):
+    X, y, model, theta0 = small_audit
+    a = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=3, seed=2, device="cuda")
+    b = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=3, seed=2, device="cuda")
+    assert next(a.parameters()).device.type == "cuda"
+    assert torch.equal(_flat(a), _flat(b))
+    assert canary_loss(a, np.zeros(64, np.float32), 0) > 0
+    run = DPSGDRun(
+        "lr", X, y, make_canary("blank", X, y), theta0, noise_multiplier=1.0, steps=3, device="cuda"
+    )
+    assert run(True, 1) == pickle.loads(pickle.dumps(run))(True, 1)
+    poisson = train_dp_sgd(
+        model, X, y, noise_multiplier=1.0, steps=3, seed=2, device="cuda", sample_rate=0.1
+    )
+    assert torch.isfinite(_flat(poisson)).all()
+
+
+def test_cuda_unavailable_is_a_value_error():
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available")
+    X, y = _toy()
+    with pytest.raises(ValueError, match="CUDA"):
+        train_dp_sgd(make_model("lr", 4, 2), X, y, noise_multiplier=1.0, seed=0, device="cuda")
