@@ -1,4 +1,4 @@
-"""Command line interface: ``rdpest quickstart`` and ``rdpest estimate``.
+"""Command line interface: ``rdpest audit | estimate | bench | quickstart``.
 
 Exit codes: 0 success, 1 failure while running, 2 usage errors (argparse's convention).
 """
@@ -118,11 +118,86 @@ def _cmd_estimate(args) -> int:
     return 0
 
 
+def _cmd_audit(args) -> int:
+    from rdpest.auditing import DPSGDAuditor
+
+    out = Path(args.out)
+    if (args.epsilon_alpha is None) == (args.noise_multiplier is None):
+        if args.noise_multiplier is None:
+            args.epsilon_alpha = 1.0  # the default claim when neither is given
+        else:
+            raise ValueError("give only one of --epsilon-alpha and --noise-multiplier")
+    print(
+        f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.epochs} full-batch steps) "
+        f"on scikit-learn's digits: {args.runs} runs with and {args.runs} without the canary; "
+        f"finished runs are kept in {out} (re-running resumes).",
+        file=sys.stderr,
+    )
+    result = DPSGDAuditor(
+        alpha=args.alpha,
+        noise_multiplier=args.noise_multiplier,
+        epsilon_alpha=args.epsilon_alpha,
+        epochs=args.epochs,
+        n_runs=args.runs,
+        model=args.model,
+        canary=args.canary,
+        beta=args.beta,
+        n_jobs=args.n_jobs,
+        device=args.device,
+        store=out,
+        random_state=args.seed,
+    ).run()
+    np.save(out / "O.npy", result.losses_without_canary)
+    np.save(out / "O_prime.npy", result.losses_with_canary)
+    try:
+        result.plot(out / "audit.png")
+        figure = f"plot: {out / 'audit.png'}"
+    except ImportError as exc:
+        figure = f"no plot ({exc})"
+    if args.json:
+        print(result.to_json())
+    else:
+        print(result.summary())
+        print(f"result: {out / 'result.json'}; samples: {out / 'O.npy'}, {out / 'O_prime.npy'}")
+        print(figure)
+    return 0
+
+
+def _cmd_bench(args) -> int:
+    from rdpest import benchmark
+
+    print(benchmark.main(Path(args.out), quick=args.quick, repetitions=args.repetitions))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rdpest", description="Estimate Rényi divergences and audit Rényi DP claims."
     )
     sub = parser.add_subparsers(dest="command", required=True)
+
+    audit = sub.add_parser("audit", help="audit Opacus DP-SGD on the embedded digits data")
+    audit.add_argument("--runs", type=int, default=500, help="runs per arm (default 500)")
+    audit.add_argument("--alpha", type=float, default=2.0)
+    audit.add_argument("--beta", type=float, default=0.05)
+    claim = audit.add_mutually_exclusive_group()
+    claim.add_argument("--epsilon-alpha", type=float, default=None, help="claimed ε_α (default 1)")
+    claim.add_argument("--noise-multiplier", type=float, default=None, help="DP-SGD's sigma")
+    audit.add_argument("--epochs", type=int, default=100, help="full-batch DP-SGD steps")
+    audit.add_argument("--model", default="lr", choices=["lr", "cnn"])
+    audit.add_argument("--canary", default="blank", choices=["blank", "clipbkd"])
+    audit.add_argument("--out", default="rdpest-audit", help="directory for runs and results")
+    audit.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (-1: all cores)")
+    audit.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    audit.add_argument("--seed", type=int, default=0)
+    audit.add_argument("--json", action="store_true", help="print the result as JSON")
+    audit.set_defaults(func=_cmd_audit)
+
+    bench = sub.add_parser("bench", help="run the known-divergence benchmark")
+    bench.add_argument("--quick", action="store_true", help="two cells, 5 repetitions")
+    bench.add_argument("--repetitions", type=int, default=None)
+    bench.add_argument("--out", default="rdpest-bench", help="directory for the results")
+    bench.set_defaults(func=_cmd_bench)
 
     quick = sub.add_parser("quickstart", help="estimate D_alpha of generated Gaussian samples")
     quick.add_argument("--alpha", type=float, default=2.0)

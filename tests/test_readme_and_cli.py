@@ -33,7 +33,7 @@ def test_readme_commands_are_the_ci_commands():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "<!-- ci:test-command -->" in readme and "ci:test-command" in ci
     assert 'pip install -e ".[dev]" && pytest' in readme
-    assert "pip install -e . && rdpest quickstart" in readme
+    assert "pip install -e . && rdpest audit" in readme
 
 
 def test_quickstart_json(capsys):
@@ -90,6 +90,28 @@ def test_estimate_errors(tmp_path, capsys):
     garbage.write_text("a,b\nc,d\n")
     assert main(["estimate", str(garbage), str(garbage)]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_audit_command_writes_results_and_resumes(tmp_path, capsys):
+    argv = ["audit", "--runs", "12", "--epochs", "3", "--n-jobs", "1", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "verdict:" in out
+    for name in ("result.json", "O.npy", "O_prime.npy", "audit.png", "runs.jsonl"):
+        assert (tmp_path / name).exists(), name
+    first = np.load(tmp_path / "O_prime.npy")
+    assert main([*argv, "--json"]) == 0  # resumes: same runs, printed as JSON
+    report = json.loads(capsys.readouterr().out)
+    np.testing.assert_array_equal(report["losses_with_canary"], first)
+    assert main([*argv, "--noise-multiplier", "3"]) == 1  # another configuration: refused
+    assert "different audit configuration" in capsys.readouterr().err
+
+
+def test_bench_quick(tmp_path, capsys):
+    assert main(["bench", "--quick", "--repetitions", "2", "--out", str(tmp_path)]) == 0
+    table = capsys.readouterr().out
+    assert "| dv | gaussian_shift |" in table and "| hoeffding | laplace_shift |" in table
+    assert (tmp_path / "results.csv").exists() and (tmp_path / "results.md").exists()
 
 
 def test_usage_errors_exit_2():

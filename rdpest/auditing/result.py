@@ -73,7 +73,7 @@ class AuditResult:
         }
         text = json.dumps(payload, indent=2, default=_jsonable)
         if path is not None:
-            from rdpest.auditing.store import atomic_write_text
+            from rdpest._io import atomic_write_text
 
             atomic_write_text(Path(path), text)
         return text
@@ -148,8 +148,9 @@ class AuditResult:
         ax_bounds.scatter(points, ys, color="black", zorder=3, label="point estimate")
         ax_bounds.axvline(self.claimed_epsilon, color="tab:red", ls="--", label="claimed ε_α")
         ax_bounds.set_yticks(ys, names)
+        ax_bounds.set_xlim(0.0, 1.15 * max([*points, *bounds, self.claimed_epsilon, 1e-3]))
         ax_bounds.set_xlabel(f"D_{self.alpha:g} (grey: not certified)")
-        ax_bounds.legend(loc="lower right")
+        ax_bounds.legend(loc="best", fontsize="small")
         fig.suptitle(f"verdict: {self.verdict}")
         fig.tight_layout()
         if path is not None:

@@ -18,29 +18,13 @@ import json
 import logging
 import math
 import os
-import tempfile
 from pathlib import Path
+
+from rdpest._io import atomic_write_text
 
 __all__ = ["RunStore", "atomic_write_text"]
 
 logger = logging.getLogger(__name__)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see either the old or the whole new file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class RunStore:
