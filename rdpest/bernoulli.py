@@ -244,9 +244,10 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
     certified_ : bool
         True for ``conversion="direct"``, False for ``"gdp"``.
     epsilon_, mu_ : float
-        The ε (at ``delta``) and μ-GDP implied by TPR_lo and FPR_hi (:func:`gdp_from_rates`), for
-        either conversion; with ``direction="max"`` those of the direction with the larger lower
-        bound. Informative only: they assume a Gaussian trade-off curve.
+        The ε (at ``delta``) and μ-GDP implied by TPR_lo and FPR_hi
+        (:func:`rdpest.bernoulli.gdp_from_rates`), for either conversion; with
+        ``direction="max"`` those of the direction with the larger lower bound. Informative only:
+        they assume a Gaussian trade-off curve.
     threshold_ : float
         The fitted threshold of that direction; ``side_`` ("upper": s > t says P; "lower":
         s <= t says P) its side.

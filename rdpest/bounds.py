@@ -43,6 +43,7 @@ __all__ = [
     "mean_upper_bound",
 ]
 
+#: Names accepted by ``method`` of :func:`mean_lower_bound` and :func:`mean_upper_bound`.
 MEAN_BOUND_METHODS = ("betting", "bernstein", "hoeffding")
 
 # Largest bet as a fraction of the distance to ruin: WSR (2023, Sec. 5.1) truncate predictable

@@ -430,8 +430,8 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         bound of "max" is the larger of the two upper bounds). The privacy loss of the reverse
         direction is −L.
     privacy_loss_bound : float
-        B > 0 with L ≤ B ("forward"), −L ≤ B ("reverse"), |L| ≤ B ("max"): a bound on |L|, as
-        for an ε-DP mechanism (B = ε). Required.
+        B > 0 with L ≤ B ("forward"), −L ≤ B ("reverse"), ``|L| <= B`` ("max"): a bound on the
+        absolute privacy loss, as for an ε-DP mechanism (B = ε). Required.
     log_ratio : callable, fitted estimator or None, default=None
         The privacy loss log p/q of the forward pair, as in :class:`MarkovRenyiBound`: a callable
         (exact, ``certified_`` True) receiving the (n, d) sample array, an estimator with a

@@ -394,6 +394,7 @@ _RDP_TO_DP: dict[str, Callable[[np.ndarray, np.ndarray, float], np.ndarray]] = {
     "balle": _balle_epsilon,
     "mironov": _mironov_epsilon,
 }
+#: Names accepted by ``method`` of :func:`rdp_to_dp`.
 RDP_TO_DP_METHODS = tuple(_RDP_TO_DP)
 
 

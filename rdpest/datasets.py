@@ -44,6 +44,7 @@ from rdpest.divergences import (
 
 __all__ = ["FAMILIES", "family_parameters", "log_likelihood_ratio", "make_renyi_pair"]
 
+#: Names of the benchmark families accepted by :func:`make_renyi_pair`.
 FAMILIES = (
     "gaussian_shift",
     "gaussian_scale",

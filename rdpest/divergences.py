@@ -224,7 +224,7 @@ def laplace_renyi_divergence(alpha: float, shift: float, scale: float = 1.0) -> 
     References
     ----------
     Mironov (2017), "Rényi Differential Privacy", CSF, Table II (Laplace mechanism, sensitivity
-    |shift|, scale b).
+    ``abs(shift)``, scale b).
 
     Examples
     --------

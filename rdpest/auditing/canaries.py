@@ -98,7 +98,7 @@ def make_canary(
         ``X`` (from numpy's SVD), scaled to the median row norm of ``X``, with label ``label`` or,
         by default, the class that ``model`` finds least likely for that input. A tuple
         ``(x, y)`` is a user canary, checked against the shape of one row of ``X``.
-    X : array-like of shape (n, d) or (n, *image_shape)
+    X : array-like of shape (n, d) or (n, ...) for images
         The audited training data (defines the canary's shape and, for ClipBKD, its direction).
     y : array-like of shape (n,)
         Its labels (define the number of classes when no model is given).

@@ -53,7 +53,7 @@ def load_arrays(X, y) -> tuple[np.ndarray, np.ndarray]:
 
     Parameters
     ----------
-    X : array-like of shape (n, d) or (n, *image_shape)
+    X : array-like of shape (n, d) or (n, ...) for images
         Real-valued, finite features; one row (or image) per example.
     y : array-like of shape (n,)
         Integer class labels (integral floats such as ``3.0`` are accepted), at least two
