@@ -97,6 +97,9 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         Per-direction estimate, bound, level and details (window, split sizes, best epoch).
     critics_ : dict of str to BoundedMLP
         The fitted critic of each direction (on the CPU); ``critic_`` is the first.
+    critic_ranges_ : dict of str to tuple of float
+        Per direction, the range the critic took on its training split; point estimates and
+        ``score`` clip the critic to it (no extrapolation beyond what training saw).
     history_ : dict of str to list of dict
         Per direction, one record per epoch: training and validation loss.
     n_features_in_ : int
@@ -220,6 +223,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     # ------------------------------------------------------------------ fitting
     def fit(self, X, Y=None):
         self.critics_: dict[str, BoundedMLP] = {}
+        self.critic_ranges_: dict[str, tuple[float, float]] = {}
         self.history_: dict[str, list[dict]] = {}
         previous_threads = torch.get_num_threads()
         if self.n_threads is not None:
@@ -241,23 +245,32 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         if self.cross_fit:
             folds.append(((parts_p[1], parts_p[0]), (parts_q[1], parts_q[0])))
         fold_beta = beta / len(folds)
-        certificates, points, histories, critics = [], [], [], []
+        certificates, points, histories, critics, ranges = [], [], [], [], []
         for (p_train, p_test), (q_train, q_test) in folds:
             critic, history = self._train_critic(p_train, q_train, int(rng.integers(2**31 - 1)))
             g = [_evaluate(critic, a) for a in (p_train, q_train, p_test, q_test)]
             certificates.append(
                 certify_critic(*g, alpha=self.alpha, beta=fold_beta, method=self.confidence)
             )
-            points.append(dv_bracket(g[2], g[3], self.alpha))
+            # The point estimate clips the critic to the range it took on the training split: a
+            # fixed function, so the bracket still lower-bounds D in population, and it stops one
+            # extrapolated critic value on a test point from blowing the estimate up (measured:
+            # gaussian_scale, D = 1, n = 500 had an estimate of 10.5 unclipped, 2.2 clipped,
+            # with no change in accuracy on Gaussian shifts).
+            critic_range = (float(min(g[0].min(), g[1].min())), float(max(g[0].max(), g[1].max())))
+            points.append(_clipped_bracket(g[2], g[3], critic_range, self.alpha))
             histories.append(history)
             critics.append(critic)
+            ranges.append(critic_range)
         best = int(np.argmax([c.lower_bound for c in certificates]))
         self.critics_[direction] = critics[best]
+        self.critic_ranges_[direction] = ranges[best]
         self.history_[direction] = histories[best]
         cert = certificates[best]
         details = {
             "raw_lower_bound": cert.lower_bound,
             "window": cert.window,
+            "critic_range": ranges[best],
             "n_train": (len(parts_p[0]), len(parts_q[0])),
             "n_test": (len(parts_p[1]), len(parts_q[1])),
             "best_epoch": histories[best][-1]["best_epoch"] if histories[best] else 0,
@@ -373,7 +386,9 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     # ------------------------------------------------------------------ after fitting
     def _score_direction(self, X, Y, direction) -> float:
         critic = self.critics_[direction]
-        return dv_bracket(_evaluate(critic, X), _evaluate(critic, Y), self.alpha)
+        return _clipped_bracket(
+            _evaluate(critic, X), _evaluate(critic, Y), self.critic_ranges_[direction], self.alpha
+        )
 
     def log_ratio(self, X) -> np.ndarray:
         """The fitted forward critic on new points: an estimate of log p(x)/q(x).
@@ -398,6 +413,11 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
         return tags
+
+
+def _clipped_bracket(g_p, g_q, critic_range, alpha) -> float:
+    lo, hi = critic_range
+    return dv_bracket(np.clip(g_p, lo, hi), np.clip(g_q, lo, hi), alpha)
 
 
 def _classifier_loss(g_p, g_q):
