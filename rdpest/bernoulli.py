@@ -32,19 +32,25 @@ from numbers import Real
 from typing import NamedTuple
 
 import numpy as np
-from scipy import stats
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from rdpest._base import DirectionResult, RenyiEstimatorBase
 from rdpest._checks import check_alpha, check_beta, check_probability
 from rdpest.bounds import clopper_pearson_lower_bound, clopper_pearson_upper_bound
+from rdpest.certificates import (
+    SIDES,
+    bernoulli_divergences,
+    counts_above,
+    cp_lower,
+    cp_upper,
+    cut_points,
+    positives,
+)
 from rdpest.concentration import _call_on_samples
 from rdpest.conversions import gdp_mu, gdp_to_rdp
 from rdpest.divergences import bernoulli_renyi_divergence
 
 __all__ = ["BernoulliTPRFPRBaseline", "GDPFromRates", "gdp_from_rates"]
-
-_SIDES = ("upper", "lower")
 
 
 class GDPFromRates(NamedTuple):
@@ -104,65 +110,18 @@ def gdp_from_rates(tpr: float, fpr: float, alpha: float, delta: float) -> GDPFro
 # ---------------------------------------------------------------------------------------------
 
 
-def _cp_lower(k: np.ndarray, n: int, level: float) -> np.ndarray:
-    """Vectorised Clopper–Pearson lower bounds (rdpest.bounds.clopper_pearson_lower_bound)."""
-    k = np.asarray(k)
-    out = np.zeros(k.shape)
-    pos = k > 0
-    out[pos] = stats.beta.ppf(level, k[pos], n - k[pos] + 1)
-    return out
-
-
-def _cp_upper(k: np.ndarray, n: int, level: float) -> np.ndarray:
-    """Vectorised Clopper–Pearson upper bounds (rdpest.bounds.clopper_pearson_upper_bound)."""
-    k = np.asarray(k)
-    out = np.ones(k.shape)
-    below = k < n
-    out[below] = stats.beta.ppf(1.0 - level, k[below] + 1, n - k[below])
-    return out
-
-
-def _bernoulli_divergences(a: np.ndarray, b: np.ndarray, alpha: float) -> np.ndarray:
-    """D_α(Bern(a) ‖ Bern(b)) where a > b (0 elsewhere); for ranking thresholds only."""
-    out = np.zeros(np.broadcast(a, b).shape)
-    a, b = np.broadcast_arrays(a, b)
-    ok = (a > b) & (b > 0.0) & (a < 1.0)
-    la, lb = np.log(a[ok]), np.log(b[ok])
-    l1a, l1b = np.log1p(-a[ok]), np.log1p(-b[ok])
-    log_moment = np.logaddexp(alpha * la + (1.0 - alpha) * lb, alpha * l1a + (1.0 - alpha) * l1b)
-    out[ok] = np.maximum(log_moment, 0.0) / (alpha - 1.0)
-    # a == 1 > b: the moment is b^{1−α} + 0, finite; b == 0 < a: infinite (cannot occur for the
-    # Clopper–Pearson upper bound, which is > 0).
-    edge = (a > b) & (a >= 1.0) & (b > 0.0)
-    out[edge] = -np.log(b[edge])
-    return out
-
-
 def _objective(
     lo_p: np.ndarray, hi_q: np.ndarray, alpha: float, conversion: str, delta: float
 ) -> np.ndarray:
     """The bound each candidate would give (monotone transform of it for "gdp")."""
     if conversion == "direct":
-        return _bernoulli_divergences(lo_p, hi_q, alpha)
+        return bernoulli_divergences(lo_p, hi_q, alpha)
     # ε = log((TPR_lo − δ)/FPR_hi) ranks candidates like αμ(ε)²/2 (μ increases with ε).
     gap = lo_p - delta
     out = np.zeros(lo_p.shape)
     ok = gap > hi_q
     out[ok] = np.log(gap[ok]) - np.log(hi_q[ok])
     return out
-
-
-def _counts_above(sorted_scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """#{s > t} for each threshold t."""
-    return sorted_scores.size - np.searchsorted(sorted_scores, thresholds, side="right")
-
-
-def _cut_points(s_p: np.ndarray, s_q: np.ndarray) -> np.ndarray:
-    """Midpoints between consecutive distinct pooled scores (every partition by a threshold)."""
-    values = np.unique(np.concatenate([s_p, s_q]))
-    if values.size == 1:
-        return values
-    return values[:-1] / 2.0 + values[1:] / 2.0
 
 
 def _uniform_band_levels(beta: float, n_p: int, n_q: int) -> tuple[float, float]:
@@ -186,10 +145,6 @@ def _uniform_band_levels(beta: float, n_p: int, n_q: int) -> tuple[float, float]
     Bernoulli bound is a valid (1 − β) lower bound.
     """
     return beta / (4.0 * n_p), beta / (4.0 * n_q)
-
-
-def _positives(scores: np.ndarray, threshold: float, side: str) -> np.ndarray:
-    return scores > threshold if side == "upper" else scores <= threshold
 
 
 class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
@@ -384,8 +339,8 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
             n_train, indices = (0, 0), {}
         self.thresholds_[direction] = (threshold, side)
         n_p, n_q = len(cert_p), len(cert_q)
-        k_p = int(np.sum(_positives(cert_p, threshold, side)))
-        k_q = int(np.sum(_positives(cert_q, threshold, side)))
+        k_p = int(np.sum(positives(cert_p, threshold, side)))
+        k_q = int(np.sum(positives(cert_q, threshold, side)))
         tpr_lo = clopper_pearson_lower_bound(k_p, n_p, level_p)
         fpr_hi = clopper_pearson_upper_bound(k_q, n_q, level_q)
         implied = gdp_from_rates(tpr_lo, fpr_hi, alpha, delta)
@@ -420,15 +375,15 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
 
     def _search(self, s_p, s_q, level_p, level_q) -> tuple[float, str]:
         """Threshold and side with the largest bound at the given Clopper–Pearson levels."""
-        candidates = _cut_points(s_p, s_q)
+        candidates = cut_points(s_p, s_q)
         n_p, n_q = s_p.size, s_q.size
-        above_p = _counts_above(np.sort(s_p), candidates)
-        above_q = _counts_above(np.sort(s_q), candidates)
+        above_p = counts_above(np.sort(s_p), candidates)
+        above_q = counts_above(np.sort(s_q), candidates)
         # The bounds depend on the counts only: one table per sample instead of one per cut.
-        lo_table = _cp_lower(np.arange(n_p + 1), n_p, level_p)
-        hi_table = _cp_upper(np.arange(n_q + 1), n_q, level_q)
+        lo_table = cp_lower(np.arange(n_p + 1), n_p, level_p)
+        hi_table = cp_upper(np.arange(n_q + 1), n_q, level_q)
         best = (-math.inf, -math.inf, float(candidates[0]), "upper")
-        for side in _SIDES:
+        for side in SIDES:
             lo_p = lo_table[above_p if side == "upper" else n_p - above_p]
             hi_q = hi_table[above_q if side == "upper" else n_q - above_q]
             objective = _objective(
@@ -454,8 +409,8 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
     def _score_direction(self, X, Y, direction) -> float:
         name_p, name_q = ("Y", "X") if direction == "reverse" else ("X", "Y")
         threshold, side = self.thresholds_[direction]
-        k_p = int(np.sum(_positives(self._scores(X, name_p), threshold, side)))
-        k_q = int(np.sum(_positives(self._scores(Y, name_q), threshold, side)))
+        k_p = int(np.sum(positives(self._scores(X, name_p), threshold, side)))
+        k_q = int(np.sum(positives(self._scores(Y, name_q), threshold, side)))
         return self._point_estimate(k_p, len(X), k_q, len(Y))
 
     def __sklearn_tags__(self):

@@ -9,7 +9,8 @@ necessary on finite samples):
    default: with per-class averaging its logit estimates log p/q) or by maximising the variational
    bracket with the MINE moving-average gradient correction (``objective="dv"``, the paper's
    recipe). Early stopping on a validation part of the training split keeps the best epoch.
-3. The clipping window of the critic is chosen on the training part (rdpest.certificates).
+3. On the training part only, the certificate is chosen: a clipping window for the bracket, or a
+   threshold test on the critic, whichever would certify more (rdpest.certificates).
 4. With g fixed, the certifying part gives the point estimate (the plug-in bracket) and a
    (1 − β) lower confidence bound (confidence bounds of rdpest.bounds, betting by default).
 """
@@ -28,7 +29,7 @@ from tqdm.auto import tqdm
 
 from rdpest._base import DirectionResult, RenyiEstimatorBase
 from rdpest.bounds import MEAN_BOUND_METHODS
-from rdpest.certificates import certify_critic, dv_bracket
+from rdpest.certificates import CERTIFICATE_KINDS, certify_critic, dv_bracket
 from rdpest.critics import ACTIVATIONS, BoundedMLP, resolve_device
 
 __all__ = ["DVRenyiEstimator"]
@@ -73,6 +74,10 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         Part of each sample that certifies (never seen by training or window choice).
     confidence : {"betting", "bernstein", "hoeffding"}, default="betting"
         Confidence bound for the two exponential moments (rdpest.bounds).
+    certificate : {"auto", "bracket", "threshold"}, default="auto"
+        How the fixed critic is certified: the clipped variational bracket, a threshold test on
+        the critic (Clopper–Pearson rates), or whichever gave the larger bound on the training
+        split (chosen without the certifying data, so the bound keeps its full level).
     cross_fit : bool, default=False
         Also train on the certifying part and certify on the training part; the better of the two
         bounds is reported, each at half the level (union bound); point estimates are averaged.
@@ -140,6 +145,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "test_fraction": [Interval(Real, 0, 1, closed="neither")],
         "confidence": [StrOptions(set(MEAN_BOUND_METHODS))],
+        "certificate": [StrOptions(set(CERTIFICATE_KINDS))],
         "cross_fit": ["boolean"],
         "device": [str],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
@@ -166,6 +172,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         validation_fraction=0.2,
         test_fraction=0.5,
         confidence="betting",
+        certificate="auto",
         cross_fit=False,
         device="auto",
         n_threads=1,
@@ -188,6 +195,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         self.validation_fraction = validation_fraction
         self.test_fraction = test_fraction
         self.confidence = confidence
+        self.certificate = certificate
         self.cross_fit = cross_fit
         self.device = device
         self.n_threads = n_threads
@@ -250,7 +258,13 @@ class DVRenyiEstimator(RenyiEstimatorBase):
             critic, history = self._train_critic(p_train, q_train, int(rng.integers(2**31 - 1)))
             g = [_evaluate(critic, a) for a in (p_train, q_train, p_test, q_test)]
             certificates.append(
-                certify_critic(*g, alpha=self.alpha, beta=fold_beta, method=self.confidence)
+                certify_critic(
+                    *g,
+                    alpha=self.alpha,
+                    beta=fold_beta,
+                    method=self.confidence,
+                    kind=self.certificate,
+                )
             )
             # The point estimate clips the critic to the range it took on the training split: a
             # fixed function, so the bracket still lower-bounds D in population, and it stops one
@@ -269,7 +283,9 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         cert = certificates[best]
         details = {
             "raw_lower_bound": cert.lower_bound,
+            "certificate": cert.kind,
             "window": cert.window,
+            "threshold": cert.threshold,
             "critic_range": ranges[best],
             "n_train": (len(parts_p[0]), len(parts_q[0])),
             "n_test": (len(parts_p[1]), len(parts_q[1])),

@@ -131,11 +131,11 @@ def test_bonferroni_levels_cover_every_threshold():
     # "true TPR < Clopper–Pearson lower bound" must have probability <= n·level. Uniform scores:
     # G(t) = 1 − t, and the worst threshold for count k sits just below the (n−k+1)-th order
     # statistic, where G is Beta(k, n−k+1) distributed (exact for continuous laws).
-    from rdpest.bernoulli import _cp_lower
+    from rdpest.certificates import cp_lower
 
     n, level, repetitions = 20, BETA / 20, 4000
     rng = np.random.default_rng(0)
-    lows = _cp_lower(np.arange(n + 1), n, level)
+    lows = cp_lower(np.arange(n + 1), n, level)
     failures = 0
     for _ in range(repetitions):
         u = np.sort(rng.random(n))

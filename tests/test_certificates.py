@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rdpest.certificates import certified_dv_bracket, certify_critic, dv_bracket, select_window
+from rdpest.certificates import (
+    certified_dv_bracket,
+    certified_threshold_bound,
+    certify_critic,
+    dv_bracket,
+    select_threshold,
+    select_window,
+)
 
 
 def test_bracket_equals_divergence_at_the_true_log_ratio():
@@ -48,8 +55,24 @@ def test_bad_window_and_method():
         certified_dv_bracket([0.0], [0.0], 2.0, 0.05, (0.0, 1.0), method="guess")
 
 
+def test_threshold_certificate_selection_and_errors():
+    rng = np.random.default_rng(4)
+    g_p, g_q = rng.normal(1.5, 1, 600), rng.normal(0, 1, 600)
+    t, side, score = select_threshold(g_p, g_q, 2.0, 0.05)
+    assert side == "upper" and np.quantile(g_q, 0.0) < t < np.quantile(g_p, 1.0)
+    cert = certified_threshold_bound(g_p, g_q, 2.0, 0.05, (t, side))
+    # The training score pays for the choice among candidates, so it is below the plain bound.
+    assert 0.0 < score <= cert.lower_bound < 2.0 * 1.5**2 / 2
+    assert cert.kind == "threshold" and cert.window is None
+    with pytest.raises(ValueError, match="side"):
+        certified_threshold_bound(g_p, g_q, 2.0, 0.05, (t, "middle"))
+    with pytest.raises(ValueError, match="kind"):
+        certify_critic(g_p, g_q, g_p, g_q, 2.0, 0.05, kind="best")
+
+
+@pytest.mark.parametrize("kind", ["bracket", "threshold", "auto"])
 @pytest.mark.parametrize("mu", [0.0, 1.0])
-def test_oracle_certificate_coverage(mu):
+def test_oracle_certificate_coverage(mu, kind):
     # The exact log ratio, certified on a split: bounds above the truth at most beta of the time.
     # Tolerance: one-sided binomial test at level 1e-3 (a valid certificate fails < 0.1% of seeds).
     alpha, beta, repetitions = 2.0, 0.1, 300
@@ -59,7 +82,9 @@ def test_oracle_certificate_coverage(mu):
     for _ in range(repetitions):
         x, y = rng.normal(mu, 1, 200), rng.normal(0, 1, 200)
         L = mu * x - mu**2 / 2, mu * y - mu**2 / 2
-        cert = certify_critic(L[0][:100], L[1][:100], L[0][100:], L[1][100:], alpha, beta)
+        cert = certify_critic(
+            L[0][:100], L[1][:100], L[0][100:], L[1][100:], alpha, beta, kind=kind
+        )
         failures += cert.lower_bound > truth
     pvalue = stats.binomtest(failures, repetitions, beta, alternative="greater").pvalue
     assert pvalue > 1e-3, f"{failures}/{repetitions}"

@@ -121,6 +121,16 @@ def test_confidence_methods_order(confidence):
     assert 0.0 <= est.lower_bound_ < truth
 
 
+@pytest.mark.parametrize("kind", ["bracket", "threshold", "auto"])
+def test_certificate_kinds(kind):
+    X, Y, truth = _gaussian_pair(1.0, n=1000, seed=9)
+    est = DVRenyiEstimator(certificate=kind, **FAST).fit(X, Y)
+    details = est.directions_["forward"].details
+    assert 0.0 <= est.lower_bound_ < truth
+    assert details["certificate"] in (("bracket", "threshold") if kind == "auto" else (kind,))
+    assert (details["window"] is None) == (details["certificate"] == "threshold")
+
+
 def test_betting_certificate_is_tighter_than_hoeffding():
     X, Y, _ = _gaussian_pair(2.0, n=2000, seed=6)
     bet = DVRenyiEstimator(confidence="betting", **FAST).fit(X, Y).lower_bound_
@@ -167,6 +177,7 @@ BAD_PARAMS = [
     ({"hidden_layer_sizes": (0, 4)}, "hidden_layer_sizes"),
     ({"test_fraction": 1.0}, "test_fraction"),
     ({"confidence": "vibes"}, "confidence"),
+    ({"certificate": "guess"}, "certificate"),
 ]
 
 
@@ -285,10 +296,14 @@ def test_lower_bound_coverage(family, alpha, divergence):
     # binomial test of "miscoverage <= beta" must not reject at level 1e-3 (a valid estimator
     # fails it in < 0.1% of seeds).
     beta, repetitions = 0.1, 60
-    failures = 0
+    failures = {"bracket": 0, "threshold": 0}
     for rep in range(repetitions):
         X, Y, truth = make_renyi_pair(family, alpha, divergence, 300, random_state=100 + rep)
-        est = DVRenyiEstimator(alpha=alpha, beta=beta, max_epochs=60, random_state=rep).fit(X, Y)
-        failures += est.directions_["forward"].details["raw_lower_bound"] > truth
-    pvalue = stats.binomtest(failures, repetitions, beta, alternative="greater").pvalue
-    assert pvalue > 1e-3, f"{failures}/{repetitions} bounds above the truth"
+        for kind in ("bracket", "threshold"):
+            est = DVRenyiEstimator(
+                alpha=alpha, beta=beta, max_epochs=60, certificate=kind, random_state=rep
+            ).fit(X, Y)
+            failures[kind] += est.directions_["forward"].details["raw_lower_bound"] > truth
+    for kind, count in failures.items():
+        pvalue = stats.binomtest(count, repetitions, beta, alternative="greater").pvalue
+        assert pvalue > 1e-3, f"{kind}: {count}/{repetitions} bounds above the truth"
