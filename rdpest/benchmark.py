@@ -4,7 +4,8 @@ For each cell (estimator, family, α, D, n per side) it draws seeded sample pair
 :func:`rdpest.datasets.make_renyi_pair` (the same samples for every estimator) and records the
 point estimate, the lower bound, coverage failures (the unclamped bound above the truth), the
 seconds spent in ``fit`` and, for the DV estimator, the "oracle" bound: the exact log ratio
-certified on the estimator's own split with its own certificate, the practical limit of any critic.
+certified on the estimator's own split with its own certificate (same confidence method, same
+bracket/threshold choice rule), the practical limit of any critic.
 
 Estimators as benchmarked:
 
@@ -87,6 +88,7 @@ def _oracle_bound(est, X, Y, ratio, alpha) -> float:
         alpha=alpha,
         beta=est.directions_["forward"].beta,
         method=est.confidence,
+        kind=est.certificate,
     )
     return max(0.0, cert.lower_bound)
 
