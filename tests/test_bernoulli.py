@@ -7,23 +7,13 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 from sklearn.base import clone
+from stat_helpers import assert_coverage
 
 from rdpest.bernoulli import BernoulliTPRFPRBaseline, gdp_from_rates
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
 from rdpest.divergences import bernoulli_renyi_divergence
 
 BETA = 0.05
-# Coverage tolerance: a bound with miscoverage exactly beta misses the truth k ~ Binomial(R, beta)
-# times in R repetitions. A test fails only when the one-sided binomial test rejects
-# "miscoverage <= beta" at level 1e-3, so a valid bound fails spuriously in < 0.1% of seeds.
-COVERAGE_PVALUE = 1e-3
-
-
-def _assert_coverage(failures: int, repetitions: int, beta: float = BETA) -> None:
-    pvalue = stats.binomtest(failures, repetitions, beta, alternative="greater").pvalue
-    assert pvalue > COVERAGE_PVALUE, (
-        f"{failures}/{repetitions} bounds missed the truth (beta={beta}, p-value {pvalue:.2g})"
-    )
 
 
 def _sampler(family, alpha, divergence, **params):
@@ -67,14 +57,14 @@ def _failures(family, divergence, threshold, n, repetitions, seed, alpha=2.0, **
 def test_direct_coverage_quick(threshold, family, divergence):
     repetitions = 200
     failures = _failures(family, divergence, threshold, 150, repetitions, 100)
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 @pytest.mark.parametrize("threshold", ["split", "bonferroni"])
 def test_direct_coverage_with_ties_quick(threshold):
     repetitions = 200
     failures = _failures("randomized_response", 0.3, threshold, 100, repetitions, 300)
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 @pytest.mark.slow
@@ -87,7 +77,7 @@ def test_direct_coverage_slow(threshold, family, divergence, alpha):
         pytest.skip("randomized response has p = 0.5 + divergence < 1")
     repetitions = 1000
     failures = _failures(family, divergence, threshold, 60, repetitions, 20_000, alpha=alpha)
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 @pytest.mark.slow
@@ -108,7 +98,7 @@ def test_direct_coverage_directions_slow(threshold, direction):
             alpha, BETA, direction, threshold=threshold, score_function=np.abs, random_state=r
         ).fit(X, Y)
         failures += est.lower_bound_ > truth
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 @pytest.mark.slow
@@ -123,7 +113,7 @@ def test_direct_coverage_multivariate_slow():
         )
         est = BernoulliTPRFPRBaseline(alpha, BETA, score_function=score, random_state=r)
         failures += est.fit(X, Y).lower_bound_ > truth
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 def test_bonferroni_levels_cover_every_threshold():
@@ -141,7 +131,7 @@ def test_bonferroni_levels_cover_every_threshold():
         u = np.sort(rng.random(n))
         # Just below u[j] the count above is n − j and the true rate is 1 − u[j] (at the limit).
         failures += bool(np.any(1.0 - u < lows[n - np.arange(n)]))
-    _assert_coverage(failures, repetitions, beta=n * level)
+    assert_coverage(failures, repetitions, beta=n * level)
 
 
 # ------------------------------------------------------------------ exact values

@@ -7,23 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from stat_helpers import assert_coverage
 
 from rdpest import bounds
 
 BETA = 0.05
-# Coverage tolerance: a bound with miscoverage exactly beta produces k failures in R repetitions
-# with k ~ Binomial(R, beta). We fail a test only when the one-sided binomial test rejects
-# "miscoverage <= beta" at level 1e-3, so a valid bound fails spuriously in < 0.1% of seeds.
-COVERAGE_PVALUE = 1e-3
-
-
-def _assert_coverage(failures: int, repetitions: int, beta: float = BETA) -> None:
-    pvalue = stats.binomtest(failures, repetitions, beta, alternative="greater").pvalue
-    assert pvalue > COVERAGE_PVALUE, (
-        f"{failures}/{repetitions} bounds missed the truth (beta={beta}, p-value {pvalue:.2g})"
-    )
-
-
 # (sampler, true mean, support) — Bernoulli(1/2) is the worst case for Hoeffding, Bernoulli(0.02)
 # is nearly degenerate (bets grow large), Beta(2, 5) is a smooth continuous case on [0, 1], and the
 # uniform on [-3, 5] exercises rescaling.
@@ -54,7 +42,7 @@ def _coverage_failures(method, side, dist, n, repetitions, seed):
 def test_mean_bound_coverage_quick(method, side, dist):
     repetitions = 200
     failures = _coverage_failures(method, side, dist, n=60, repetitions=repetitions, seed=11)
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 @pytest.mark.slow
@@ -65,7 +53,7 @@ def test_mean_bound_coverage_quick(method, side, dist):
 def test_mean_bound_coverage_slow(method, side, dist, n):
     repetitions = 2000
     failures = _coverage_failures(method, side, dist, n, repetitions, seed=1000 + n)
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 def test_bounds_order_and_tightness_on_low_variance_data():
@@ -148,7 +136,7 @@ def test_markov_lower_bound_coverage():
     failures = sum(
         bounds.markov_lower_bound(rng.exponential(size=30), BETA) > 1.0 for _ in range(repetitions)
     )
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 @pytest.mark.parametrize(

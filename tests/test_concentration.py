@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 from sklearn.base import clone
+from stat_helpers import COVERAGE_PVALUE, assert_coverage
 
 from rdpest.bernoulli import BernoulliTPRFPRBaseline
 from rdpest.concentration import HoeffdingRenyiBound, MarkovRenyiBound
@@ -14,17 +15,6 @@ from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_
 from rdpest.divergences import bernoulli_renyi_divergence, gaussian_renyi_divergence
 
 BETA = 0.05
-# Coverage tolerance: a bound with miscoverage exactly beta misses the truth k ~ Binomial(R, beta)
-# times in R repetitions. A test fails only when the one-sided binomial test rejects
-# "miscoverage <= beta" at level 1e-3, so a valid bound fails spuriously in < 0.1% of seeds.
-COVERAGE_PVALUE = 1e-3
-
-
-def _assert_coverage(failures: int, repetitions: int, beta: float = BETA) -> None:
-    pvalue = stats.binomtest(failures, repetitions, beta, alternative="greater").pvalue
-    assert pvalue > COVERAGE_PVALUE, (
-        f"{failures}/{repetitions} bounds missed the truth (beta={beta}, p-value {pvalue:.2g})"
-    )
 
 
 def _pair(family, alpha, divergence):
@@ -91,7 +81,7 @@ def test_markov_coverage_quick(family, sample_form, divergence):
     failures = _markov_failures(
         family, 2.0, divergence, sample_form, 100, repetitions, 1000, "forward"
     )
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 @pytest.mark.slow
@@ -106,7 +96,7 @@ def test_markov_coverage_slow(family, sample_form, alpha, divergence):
     failures = _markov_failures(
         family, alpha, divergence, sample_form, 50, repetitions, 5000, "forward"
     )
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 @pytest.mark.slow
@@ -123,7 +113,7 @@ def test_markov_coverage_directions_slow(direction):
         X, Y, _ = sample(60, 7000 + r)
         est = MarkovRenyiBound(alpha, BETA, direction, log_ratio=loss, sample="q").fit(X, Y)
         failures += est.lower_bound_ > truth
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 def test_markov_is_tight_for_a_two_point_loss():
@@ -139,7 +129,7 @@ def test_markov_is_tight_for_a_two_point_loss():
         est = MarkovRenyiBound(2.0, BETA, log_ratio=loss, sample="q").fit(X, Y)
         failures += est.lower_bound_ > truth
     assert stats.binomtest(failures, repetitions, q).pvalue > COVERAGE_PVALUE
-    _assert_coverage(failures, repetitions)
+    assert_coverage(failures, repetitions, BETA)
 
 
 def test_markov_matches_theorem_formula():
@@ -219,8 +209,8 @@ def test_hoeffding_coverage_quick(case):
     loss, sample, bound, truth = _hoeffding_case(case)
     repetitions = 200
     lower, upper = _hoeffding_failures(loss, sample, bound, truth, 200, repetitions, 2000)
-    _assert_coverage(lower, repetitions)
-    _assert_coverage(upper, repetitions)
+    assert_coverage(lower, repetitions, BETA)
+    assert_coverage(upper, repetitions, BETA)
 
 
 @pytest.mark.slow
@@ -230,8 +220,8 @@ def test_hoeffding_coverage_slow(case, n):
     loss, sample, bound, truth = _hoeffding_case(case)
     repetitions = 1000
     lower, upper = _hoeffding_failures(loss, sample, bound, truth, n, repetitions, 9000)
-    _assert_coverage(lower, repetitions)
-    _assert_coverage(upper, repetitions)
+    assert_coverage(lower, repetitions, BETA)
+    assert_coverage(upper, repetitions, BETA)
 
 
 @pytest.mark.slow
@@ -246,8 +236,8 @@ def test_hoeffding_coverage_directions_slow(direction):
     lower, upper = _hoeffding_failures(
         loss, sample, bound, truth, 100, repetitions, 4000, direction
     )
-    _assert_coverage(lower, repetitions)
-    _assert_coverage(upper, repetitions)
+    assert_coverage(lower, repetitions, BETA)
+    assert_coverage(upper, repetitions, BETA)
 
 
 def test_hoeffding_matches_theorem_formulas():
