@@ -97,6 +97,12 @@ class RenyiEstimatorBase(BaseEstimator):
     def _check_params(self) -> None:
         """Cross-parameter checks that constraints cannot express (override as needed)."""
 
+    def _start_fit(self) -> None:
+        """Reset per-fit state after validation, before any direction is fitted (a hook)."""
+
+    def _finish_fit(self) -> None:
+        """Derive estimator-wide attributes from ``directions_`` at the end of fit (a hook)."""
+
     # ------------------------------------------------------------------ validation
     def _validate_samples(self, X, Y, *, reset: bool) -> tuple[np.ndarray, np.ndarray]:
         if Y is None:
@@ -166,6 +172,7 @@ class RenyiEstimatorBase(BaseEstimator):
         self._validate_params()
         self._check_params()
         P, Q = self._validate_samples(X, Y, reset=True)
+        self._start_fit()
         seed_forward, seed_reverse = np.random.default_rng(
             _seed_of(getattr(self, "random_state", None))
         ).integers(0, 2**31 - 1, size=2)
@@ -185,6 +192,7 @@ class RenyiEstimatorBase(BaseEstimator):
         self.divergence_ = float(max(r.divergence for r in results))
         self.lower_bound_ = float(max(r.lower_bound for r in results))
         self.certified_ = self._will_be_certified()
+        self._finish_fit()
         return self
 
     def score(self, X, Y=None) -> float:

@@ -296,28 +296,15 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         return self.conversion == "direct"
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, Y=None):
-        """Choose a threshold test of X against Y and bound D_α with its rates.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_p,) or (n_p, d)
-            Sample from P.
-        Y : array-like of shape (n_q,) or (n_q, d)
-            Sample from Q.
-
-        Returns
-        -------
-        self
-        """
+    def _start_fit(self) -> None:
         self.thresholds_: dict[str, tuple[float, str]] = {}
-        super().fit(X, Y)
+
+    def _finish_fit(self) -> None:
         chosen = max(self.directions_.values(), key=lambda r: r.lower_bound)
         self.epsilon_ = chosen.details["epsilon"]
         self.mu_ = chosen.details["mu"]
         self.threshold_ = chosen.details["threshold"]
         self.side_ = chosen.details["side"]
-        return self
 
     def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
         name_p, name_q = ("Y", "X") if direction == "reverse" else ("X", "Y")

@@ -179,22 +179,8 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
             f"test_fraction={self.test_fraction} leaves no room for both splits"
         )
 
-    def fit(self, X, Y=None):
-        """Estimate D_α between the laws of X and Y and confidence bounds on it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_p,) or (n_p, d)
-            Sample from P.
-        Y : array-like of shape (n_q,) or (n_q, d)
-            Sample from Q.
-
-        Returns
-        -------
-        self
-        """
+    def _start_fit(self) -> None:
         self.log_ratios_: dict = {}
-        return super().fit(X, Y)
 
     def _will_be_certified(self) -> bool:
         # Only the true privacy loss certifies (Markov and Hoeffding need E_Q[e^{αL}] exactly).
@@ -510,28 +496,8 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         self.test_fraction = test_fraction
         self.random_state = random_state
 
-    def fit(self, X, Y=None):
-        """Estimate D_α between the laws of X and Y and lower and upper bounds on it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_p,) or (n_p, d)
-            Sample from P.
-        Y : array-like of shape (n_q,) or (n_q, d)
-            Sample from Q.
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        ValueError
-            If the (exact) privacy loss exceeds ``privacy_loss_bound`` on a sample.
-        """
-        super().fit(X, Y)
+    def _finish_fit(self) -> None:
         self.upper_bound_ = float(max(r.upper_bound for r in self.directions_.values()))
-        return self
 
     def _bounded_loss(self, ratio, A, name, direction) -> tuple[np.ndarray, int]:
         """Loss values on A, checked (exact ratio) or clipped (estimated ratio) at B.

@@ -230,18 +230,22 @@ class DVRenyiEstimator(RenyiEstimatorBase):
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, Y=None):
-        self.critics_: dict[str, BoundedMLP] = {}
-        self.critic_ranges_: dict[str, tuple[float, float]] = {}
-        self.history_: dict[str, list[dict]] = {}
+        # Torch's thread count is process-wide: set it for this fit only, restored even on error.
         previous_threads = torch.get_num_threads()
         if self.n_threads is not None:
             torch.set_num_threads(int(self.n_threads))
         try:
-            super().fit(X, Y)
+            return super().fit(X, Y)
         finally:
             torch.set_num_threads(previous_threads)
+
+    def _start_fit(self) -> None:
+        self.critics_: dict[str, BoundedMLP] = {}
+        self.critic_ranges_: dict[str, tuple[float, float]] = {}
+        self.history_: dict[str, list[dict]] = {}
+
+    def _finish_fit(self) -> None:
         self.critic_ = next(iter(self.critics_.values()))
-        return self
 
     def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
         rng = np.random.default_rng(seed)
