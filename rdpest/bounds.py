@@ -40,7 +40,9 @@ __all__ = [
     "hoeffding_lower_bound",
     "markov_lower_bound",
     "mean_lower_bound",
+    "mean_lower_bounds",
     "mean_upper_bound",
+    "mean_upper_bounds",
 ]
 
 #: Names accepted by ``method`` of :func:`mean_lower_bound` and :func:`mean_upper_bound`.
@@ -207,6 +209,97 @@ def mean_upper_bound(
     """
     x = check_finite_array(x, "x")
     return lower + upper - mean_lower_bound(lower + upper - x, beta, lower, upper, method)
+
+
+def mean_lower_bounds(
+    x,
+    levels,
+    lower: float = 0.0,
+    upper: float = 1.0,
+    method: str = "betting",
+    design_level: float = 0.05,
+) -> np.ndarray:
+    """Lower confidence bounds at several levels from ONE nested family of bounds.
+
+    Each entry ``i`` is a (1 - ``levels[i]``) lower bound, and the bounds come from a single
+    p-value function of the candidate mean, so they are nested (a smaller level gives a smaller
+    bound). That is what a joint confidence region built from these bounds needs
+    (:func:`rdpest.certificates.joint_level`): one valid p-value per mean, not a separately tuned
+    bound per level. Hoeffding's and the empirical Bernstein bounds are nested as they stand. The
+    betting bound is made nested by fixing its bets, tuned for ``design_level``, whatever level is
+    asked: the p-value of a candidate mean m is then 1 / max_t K_t(m) (Ville's inequality holds for
+    any predictable bets, Waudby-Smith & Ramdas 2023, Sec. 4).
+
+    Parameters
+    ----------
+    x : array-like of shape (n,)
+        I.i.d. values in [lower, upper].
+    levels : array-like of floats in (0, 1)
+        The error levels.
+    lower, upper : float
+        The known range of the values.
+    method : {"betting", "bernstein", "hoeffding"}
+    design_level : float in (0, 1), default 0.05
+        The level the betting strategy is tuned for (ignored by the other methods).
+
+    Returns
+    -------
+    numpy.ndarray of shape (len(levels),)
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).uniform(size=500)
+    >>> lo = mean_lower_bounds(x, [0.001, 0.01, 0.1])
+    >>> bool(lo[0] <= lo[1] <= lo[2] < x.mean())
+    True
+    """
+    levels = np.asarray(levels, dtype=float).reshape(-1)
+    if levels.size == 0 or not np.all((levels > 0.0) & (levels < 1.0)):
+        raise ValueError(f"levels must lie in (0, 1), got {levels!r}")
+    if method not in _LOWER_BOUNDS:
+        raise ValueError(f"method must be one of {MEAN_BOUND_METHODS}, got {method!r}")
+    if method != "betting":
+        return np.array([_LOWER_BOUNDS[method](x, float(lv), lower, upper) for lv in levels])
+    design_level = check_beta(design_level)
+    u, lower, upper = _unit_interval(x, lower, upper)
+    u = np.sort(u)[np.random.default_rng(0).permutation(u.size)]
+    bets = _predictable_bets(u, design_level)
+    thresholds = np.log(1.0 / levels)
+    lo = np.zeros(levels.size)
+    hi = np.ones(levels.size)
+    rejected_at_zero = _betting_log_capital_max(u, 0.0, bets) >= thresholds
+    # Bisection for every level at once; capitals are non-increasing in m (see betting_lower_bound).
+    for _ in range(_BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        capital = np.array([_betting_log_capital_max(u, m, bets) for m in np.unique(mid)])
+        at_mid = capital[np.searchsorted(np.unique(mid), mid)]
+        rejected = at_mid >= thresholds
+        lo = np.where(rejected, mid, lo)
+        hi = np.where(rejected, hi, mid)
+    lo = np.where(rejected_at_zero, lo, 0.0)
+    return lower + (upper - lower) * lo
+
+
+def mean_upper_bounds(
+    x,
+    levels,
+    lower: float = 0.0,
+    upper: float = 1.0,
+    method: str = "betting",
+    design_level: float = 0.05,
+) -> np.ndarray:
+    """Upper confidence bounds at several levels, nested (:func:`mean_lower_bounds` reflected).
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).uniform(size=500)
+    >>> up = mean_upper_bounds(x, [0.001, 0.1])
+    >>> bool(up[0] >= up[1] > x.mean())
+    True
+    """
+    x = check_finite_array(x, "x")
+    reflected = mean_lower_bounds(lower + upper - x, levels, lower, upper, method, design_level)
+    return lower + upper - reflected
 
 
 def clopper_pearson_lower_bound(successes: int, trials: int, beta: float) -> float:

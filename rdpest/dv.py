@@ -29,7 +29,12 @@ from tqdm.auto import tqdm
 
 from rdpest._base import DirectionResult, RenyiEstimatorBase
 from rdpest.bounds import MEAN_BOUND_METHODS
-from rdpest.certificates import CERTIFICATE_KINDS, certify_critic, dv_bracket
+from rdpest.certificates import (
+    CERTIFICATE_KINDS,
+    CONFIDENCE_REGIONS,
+    certify_critic,
+    dv_bracket,
+)
 from rdpest.critics import ACTIVATIONS, BoundedMLP, resolve_device
 
 __all__ = ["DVRenyiEstimator"]
@@ -78,6 +83,10 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         How the fixed critic is certified: the clipped variational bracket, a threshold test on
         the critic (Clopper–Pearson rates), or whichever gave the larger bound on the training
         split (chosen without the certifying data, so the bound keeps its full level).
+    confidence_region : {"joint", "bonferroni"}, default="joint"
+        How the two samples' confidence statements combine: one joint (1 − beta) region from
+        the product of their p-values (rdpest.certificates.joint_level), or a (1 − beta/2)
+        bound on each.
     cross_fit : bool, default=False
         Also train on the certifying part and certify on the training part; the better of the two
         bounds is reported, each at half the level (union bound); point estimates are averaged.
@@ -146,6 +155,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "test_fraction": [Interval(Real, 0, 1, closed="neither")],
         "confidence": [StrOptions(set(MEAN_BOUND_METHODS))],
         "certificate": [StrOptions(set(CERTIFICATE_KINDS))],
+        "confidence_region": [StrOptions(set(CONFIDENCE_REGIONS))],
         "cross_fit": ["boolean"],
         "device": [str],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
@@ -173,6 +183,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         test_fraction=0.5,
         confidence="betting",
         certificate="auto",
+        confidence_region="joint",
         cross_fit=False,
         device="auto",
         n_threads=1,
@@ -196,6 +207,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         self.test_fraction = test_fraction
         self.confidence = confidence
         self.certificate = certificate
+        self.confidence_region = confidence_region
         self.cross_fit = cross_fit
         self.device = device
         self.n_threads = n_threads
@@ -268,6 +280,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
                     beta=fold_beta,
                     method=self.confidence,
                     kind=self.certificate,
+                    region=self.confidence_region,
                 )
             )
             # The point estimate clips the critic to the range it took on the training split: a

@@ -163,3 +163,46 @@ def test_markov_lower_bound_coverage():
 def test_bad_input_raises_value_error(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ----------------------------------------------------------------------------------------------
+# Bounds at several levels from one p-value function (used by the joint confidence regions)
+# ----------------------------------------------------------------------------------------------
+LEVELS = np.array([0.001, 0.01, 0.05, 0.2, 0.5])
+
+
+@pytest.mark.parametrize("method", bounds.MEAN_BOUND_METHODS)
+def test_multi_level_bounds_are_nested_and_match_single_level_bounds(method):
+    x = np.random.default_rng(5).beta(2.0, 5.0, size=300)
+    lower = bounds.mean_lower_bounds(x, LEVELS, method=method, design_level=0.05)
+    upper = bounds.mean_upper_bounds(x, LEVELS, method=method, design_level=0.05)
+    assert np.all(np.diff(lower) >= 0) and np.all(np.diff(upper) <= 0)
+    assert np.all(lower < x.mean()) and np.all(upper > x.mean())
+    # At the design level the betting bets are the single-level bound's own bets: same bound.
+    single = bounds.mean_lower_bound(x, 0.05, method=method)
+    assert lower[2] == pytest.approx(single, abs=1e-12)
+
+
+@pytest.mark.parametrize("method", bounds.MEAN_BOUND_METHODS)
+@pytest.mark.parametrize("dist", ["bernoulli_half", "beta_2_5"])
+def test_multi_level_bounds_cover_at_every_level(method, dist):
+    # Each level's bound is a valid bound on its own (the p-value behind them is super-uniform).
+    # Tolerance: the binomial test of assert_coverage at every level.
+    sampler, truth, (lo, hi) = DISTRIBUTIONS[dist]
+    rng = np.random.default_rng(21)
+    repetitions = 300
+    failures = np.zeros(LEVELS.size, dtype=int)
+    for _ in range(repetitions):
+        x = sampler(rng, 80)
+        failures += bounds.mean_lower_bounds(x, LEVELS, lo, hi, method, design_level=0.01) > truth
+    for level, count in zip(LEVELS, failures, strict=True):
+        assert_coverage(int(count), repetitions, float(level))
+
+
+def test_multi_level_bounds_reject_bad_levels():
+    with pytest.raises(ValueError, match="levels"):
+        bounds.mean_lower_bounds([0.5, 0.5], [0.0, 0.1])
+    with pytest.raises(ValueError, match="levels"):
+        bounds.mean_upper_bounds([0.5, 0.5], [])
+    with pytest.raises(ValueError, match="method"):
+        bounds.mean_lower_bounds([0.5, 0.5], [0.1], method="guess")
