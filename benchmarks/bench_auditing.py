@@ -1,7 +1,7 @@
 """Auditing benchmarks: DP-SGD throughput, audit memory, and the paper's protocol on digits.
 
-1. Throughput (``--throughput``): models per second on this machine for logistic regression and
-   the small CNN at 100 full-batch DP-SGD steps, with n_jobs = 1 and 2.
+1. Throughput (``--throughput``): models per second on this machine for logistic regression, the
+   one-hidden-layer MLP and the small CNN at 100 full-batch DP-SGD steps, with n_jobs = 1 and 2.
 2. Protocol (``--protocol``, the default): the set-up of Kim, Varshney & Alabi (2026), Tables 1/2,
    at small scale on scikit-learn's digits: worst-case (pretrained) initialisation, blank canary,
    full batch, C = 1, 100 steps, 500 runs with and 500 without the canary, for μ in
@@ -35,7 +35,7 @@ STEPS = 100
 
 def throughput() -> list[dict]:
     rows = []
-    for model, n_runs in (("lr", 100), ("cnn", 8)):
+    for model, n_runs in (("lr", 100), ("mlp", 40), ("cnn", 8)):
         for n_jobs in (1, 2):
             audit = DPSGDAuditor(
                 noise_multiplier=1.0,

@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     claim.add_argument("--epsilon-alpha", type=float, default=None, help="claimed ε_α (default 1)")
     claim.add_argument("--noise-multiplier", type=float, default=None, help="DP-SGD's sigma")
     audit.add_argument("--epochs", type=int, default=100, help="full-batch DP-SGD steps")
-    audit.add_argument("--model", default="lr", choices=["lr", "cnn"])
+    audit.add_argument("--model", default="lr", choices=["lr", "mlp", "cnn"])
     audit.add_argument("--canary", default="blank", choices=["blank", "clipbkd"])
     audit.add_argument("--out", default="rdpest-audit", help="directory for runs and results")
     audit.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (-1: all cores)")

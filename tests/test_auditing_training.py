@@ -140,14 +140,14 @@ def test_cnn_other_image_shapes_and_factory():
 def test_models_are_opacus_compatible():
     from opacus.validators import ModuleValidator
 
-    for name in ("lr", "cnn"):
+    for name in ("lr", "mlp", "cnn"):
         assert ModuleValidator.is_valid(make_model(name, 64, 10))
 
 
 @pytest.mark.parametrize(
     ("args", "match"),
     [
-        (("mlp", 64, 10), "unknown model.*'lr'"),
+        (("rnn", 64, 10), "unknown model.*'mlp'"),
         (("lr", 0, 10), "n_features"),
         (("lr", 64, 1), "n_classes"),
         (("cnn", 60, 10), "perfect square"),
@@ -174,6 +174,16 @@ def test_blank_canary(digits):
     assert make_canary("blank", X, y, label=7)[1] == 7
     x_img, _ = make_canary("blank", X.reshape(-1, 1, 8, 8), y)
     assert x_img.shape == (1, 8, 8)
+
+
+def test_blank_canary_label_is_the_least_likely_class_of_the_model(digits):
+    X, y = digits
+    model = nn.Linear(64, 10)
+    with torch.no_grad():
+        model.bias.copy_(torch.tensor([0.0, 1.0, -5.0, 2.0, 0.5, 0.1, 0.2, 0.3, 0.4, 0.6]))
+    # A blank input sees only the bias: class 2 is the least likely, so its gradient is largest.
+    assert make_canary("blank", X, y, model=model)[1] == 2
+    assert make_canary("blank", X, y, model=model, label=5)[1] == 5
 
 
 @pytest.mark.parametrize("n", [500, 3])  # more rows than features, and fewer
@@ -259,12 +269,29 @@ def test_train_dp_sgd_reproducible_and_leaves_rng_and_model_alone(small_audit):
     assert not any(hasattr(p, "grad_sample") for p in a.parameters())
 
 
-def test_expanded_weights_and_hooks_agree(small_audit):
-    X, y, model, _ = small_audit
-    kwargs = {"noise_multiplier": 1.0, "steps": 3, "seed": 5}
+@pytest.mark.parametrize("name", ["lr", "mlp"])
+def test_expanded_weights_ghost_clipping_and_hooks_agree(small_audit, name):
+    X, y, _, _ = small_audit
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = make_model(name, X.shape[1], int(y.max()) + 1)
+    # Clipping must bind for the check to mean anything: C = 0.05 is below most gradient norms.
+    kwargs = {"noise_multiplier": 1.0, "steps": 3, "seed": 5, "max_grad_norm": 0.05}
     hooks = train_dp_sgd(model, X, y, grad_sample_mode="hooks", **kwargs)
-    ew = train_dp_sgd(model, X, y, grad_sample_mode="ew", **kwargs)
-    assert torch.allclose(_flat(hooks), _flat(ew), atol=1e-6)
+    for mode in ("ew", "ghost", "auto"):
+        other = train_dp_sgd(model, X, y, grad_sample_mode=mode, **kwargs)
+        assert torch.allclose(_flat(hooks), _flat(other), atol=1e-6), mode
+
+
+def test_auto_mode_picks_ghost_for_linear_models_and_ew_for_convolutions():
+    from rdpest.auditing.training import _choose_grad_sample_mode
+
+    assert _choose_grad_sample_mode("auto", make_model("lr", 64, 10), True) == "ghost"
+    assert _choose_grad_sample_mode("auto", make_model("mlp", 64, 10), True) == "ghost"
+    assert _choose_grad_sample_mode("auto", make_model("cnn", 64, 10), True) == "ew"
+    assert _choose_grad_sample_mode("auto", make_model("lr", 64, 10), False) == "hooks"
+    assert _choose_grad_sample_mode("auto", nn.Sequential(nn.BatchNorm1d(4)), True) == "hooks"
+    assert _choose_grad_sample_mode("ew", make_model("lr", 64, 10), True) == "ew"
 
 
 def test_poisson_sampling_reproducible_with_empty_batches():

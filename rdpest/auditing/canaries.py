@@ -4,7 +4,12 @@
   Differentially Private Machine Learning", and Annamalai & De Cristofaro 2024, "Nearly Tight
   Black-Box Auditing of Differentially Private Machine Learning", the paper's [31]). Combined
   with worst-case initial parameters, its gradient is large and points where the rest of the data
-  hardly pushes.
+  hardly pushes. Given the initial model, its label is the class that model finds least likely
+  for the blank input, as for ClipBKD: the canary's gradient norm is what the audit can detect
+  (for logistic regression a blank input only moves the bias, by p − e_y, whose norm is below
+  C = 1 when p is near uniform), and the least likely class makes it largest. Measured on the
+  digits with the pretrained logistic regression: norm 0.980 for that class against 0.951 for
+  class 0, so the loss distributions' D_α is ×(0.980/0.951)² ≈ 1.06 larger.
 - ``"clipbkd"``: ClipBKD of Jagielski, Ullman & Oprea 2020, "Auditing Differentially Private
   Machine Learning: How Private is Private SGD?" (NeurIPS): the input is the direction in which
   the training data varies least (the last right singular vector of the centred data), so the
@@ -93,7 +98,8 @@ def make_canary(
     Parameters
     ----------
     kind : {"blank", "clipbkd"} or tuple (x, y)
-        ``"blank"``: all-zero input, label ``label`` (default 0). ``"clipbkd"``: ClipBKD
+        ``"blank"``: all-zero input with label ``label`` or, by default, the class ``model``
+        finds least likely for it (class 0 when no model is given). ``"clipbkd"``: ClipBKD
         (Jagielski et al. 2020): the unit direction of smallest variance of the centred data
         ``X`` (from numpy's SVD), scaled to the median row norm of ``X``, with label ``label`` or,
         by default, the class that ``model`` finds least likely for that input. A tuple
@@ -104,7 +110,8 @@ def make_canary(
         Its labels (define the number of classes when no model is given).
     model : torch.nn.Module, optional
         The initial model θ₀ (e.g. the pretrained one); needed by ``"clipbkd"`` unless ``label``
-        is given. An Opacus ``GradSampleModule`` is unwrapped.
+        is given, and picks the blank canary's default label. An Opacus ``GradSampleModule`` is
+        unwrapped.
     label : int, optional
         Overrides the canary's label; must lie in ``[0, max(y)]``.
 
@@ -165,7 +172,9 @@ def make_canary(
 
     if kind == "blank":
         x = np.zeros(row_shape, dtype=np.float32)
-        return x, _check_label(0 if label is None else label, n_classes)
+        if label is None:
+            label = 0 if model is None else _least_likely_label(model, x)
+        return x, _check_label(label, n_classes)
 
     x = _clipbkd_input(X)
     if label is not None:

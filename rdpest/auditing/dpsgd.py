@@ -47,12 +47,14 @@ class DPSGDAuditor:
         Number of DP-SGD steps (full-batch steps at ``sample_rate=1``).
     n_runs : int, default=500
         Runs with and runs without the canary.
-    model : {"lr", "cnn"} or callable, default="lr"
-        Logistic regression, a small CNN for 8×8 digits, or a factory
+    model : {"lr", "mlp", "cnn"} or callable, default="lr"
+        Logistic regression, a one-hidden-layer MLP, a small CNN for 8×8 digits, or a factory
         ``f(n_features, n_classes) -> torch.nn.Module`` (picklable for ``n_jobs != 1``).
     canary : {"blank", "clipbkd"} or tuple (x, y), default="blank"
     canary_label : int, optional
-        Label of the canary (default: 0 for blank, the least likely class for ClipBKD).
+        Label of the canary (default: the class the initial model finds least likely for the
+        canary's input, which maximises the canary's gradient norm; see
+        :mod:`rdpest.auditing.canaries`).
     data : tuple (X, y), optional
         Data to audit on; default scikit-learn's digits (ships with scikit-learn).
     pretrain : bool, default=True

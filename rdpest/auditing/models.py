@@ -1,6 +1,6 @@
-"""Default models for DP-SGD audits: multinomial logistic regression and a small CNN.
+"""Default models for DP-SGD audits: multinomial logistic regression, a small MLP and a small CNN.
 
-Both are built only from layers that Opacus computes per-sample gradients for (``nn.Linear``,
+All are built only from layers that Opacus computes per-sample gradients for (``nn.Linear``,
 ``nn.Conv2d``; parameter-free reshapes, pooling and ``tanh``) and contain no BatchNorm, which
 mixes examples within a batch and so breaks per-example clipping (Opacus, "ModuleValidator";
 Yousefpour et al. 2021, "Opacus: User-Friendly Differential Privacy Library in PyTorch").
@@ -21,7 +21,9 @@ from torch import nn
 
 __all__ = ["MODELS", "SmallCNN", "make_model"]
 
-MODELS = ("lr", "cnn")
+MODELS = ("lr", "mlp", "cnn")
+#: Hidden width of the "mlp" model (one tanh layer).
+MLP_HIDDEN = 64
 
 
 class _Reshape(nn.Module):
@@ -120,8 +122,9 @@ def make_model(
 
     Parameters
     ----------
-    name_or_factory : {"lr", "cnn"} or callable
+    name_or_factory : {"lr", "mlp", "cnn"} or callable
         ``"lr"``: multinomial logistic regression (``nn.Linear`` on the flattened input);
+        ``"mlp"``: one hidden tanh layer of ``MLP_HIDDEN`` units on the flattened input;
         ``"cnn"``: :class:`SmallCNN`; a callable ``f(n_features, n_classes)`` returning an
         ``nn.Module`` builds a user model (it must be picklable, e.g. a module-level function,
         to run audits in parallel).
@@ -131,8 +134,8 @@ def make_model(
         Number of classes (logits).
     input_shape : tuple of int, optional
         Shape of one example for the CNN, ``(channels, height, width)`` or ``(height, width)``;
-        by default a single-channel square image of ``n_features`` pixels. Ignored by ``"lr"``
-        and factories.
+        by default a single-channel square image of ``n_features`` pixels. Ignored by ``"lr"``,
+        ``"mlp"`` and factories.
 
     Returns
     -------
@@ -152,6 +155,8 @@ def make_model(
     >>> model = make_model("lr", 64, 10)
     >>> model(torch.zeros(3, 64)).shape
     torch.Size([3, 10])
+    >>> make_model("mlp", 64, 10)(torch.zeros(3, 64)).shape
+    torch.Size([3, 10])
     >>> make_model("cnn", 64, 10)(torch.zeros(2, 1, 8, 8)).shape
     torch.Size([2, 10])
     """
@@ -166,6 +171,13 @@ def make_model(
         return model
     if name_or_factory == "lr":
         return nn.Sequential(nn.Flatten(), nn.Linear(n_features, n_classes))
+    if name_or_factory == "mlp":
+        return nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(n_features, MLP_HIDDEN),
+            nn.Tanh(),
+            nn.Linear(MLP_HIDDEN, n_classes),
+        )
     if name_or_factory == "cnn":
         return SmallCNN(_image_shape(n_features, input_shape), n_classes)
     raise ValueError(

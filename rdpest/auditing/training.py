@@ -142,7 +142,7 @@ _EW_LAYERS = (
     nn.InstanceNorm2d,
     nn.InstanceNorm3d,
 )
-GRAD_SAMPLE_MODES = ("auto", "hooks", "ew")
+GRAD_SAMPLE_MODES = ("auto", "hooks", "ew", "ghost")
 
 
 def _check_grad_sample_mode(mode) -> str:
@@ -152,20 +152,27 @@ def _check_grad_sample_mode(mode) -> str:
 
 
 def _choose_grad_sample_mode(mode: str, net: nn.Module, full_batch: bool) -> str:
-    """Resolve ``"auto"``: ExpandedWeights when it provably applies, else Opacus's hooks.
+    """Resolve ``"auto"``: ghost clipping or ExpandedWeights when they provably apply, else hooks.
 
-    ``"ew"`` needs every module that owns parameters to be one of ``_EW_LAYERS`` (exact type:
-    a subclass may use its weights elsewhere in ``forward``) and non-empty batches (Poisson
-    sampling can draw an empty one), so ``"auto"`` picks it only for full-batch training.
+    Both need every module that owns parameters to be of a supported type (exact type: a
+    subclass may use its weights elsewhere in ``forward``) and, here, full-batch training
+    (Poisson sampling can draw an empty batch). Models made only of ``nn.Linear`` layers get
+    Opacus's ghost clipping (Li et al. 2022, "Large Language Models Can Be Strong Differentially
+    Private Learners"; Bu et al. 2023): per-example gradient norms come from activations and
+    output gradients without materialising per-example gradients, then a second backward pass
+    sums the clipped gradients. Measured here, 100 full-batch steps on the digits: 158 ms
+    against 172-177 ms (ExpandedWeights) for logistic regression, 255-295 ms against 470 ms for
+    the MLP. For convolutions its norms are slower than ExpandedWeights (3.4 s against 2.4-3.0 s
+    for the CNN), so models with any other ``_EW_LAYERS`` layer get ``"ew"``.
     """
     if mode != "auto":
         return mode
     if not full_batch:
         return "hooks"
-    for sub in net.modules():
-        if any(True for _ in sub.parameters(recurse=False)) and type(sub) not in _EW_LAYERS:
-            return "hooks"
-    return "ew"
+    layers = {type(sub) for sub in net.modules() if any(True for _ in sub.parameters(recurse=False))}
+    if not layers <= set(_EW_LAYERS):
+        return "hooks"
+    return "ghost" if layers <= {nn.Linear} else "ew"
 
 
 def _as_tensors(X, y, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -336,10 +343,14 @@ def _train_dp_sgd_tensors(
         warnings.filterwarnings("ignore", message="Secure RNG turned off")
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
         engine = PrivacyEngine(accountant="rdp", secure_mode=False)
-        module, dp_optimizer, loader = engine.make_private(
+        mode = _choose_grad_sample_mode(grad_sample_mode, net, full_batch)
+        private = engine.make_private(
             module=net,
             optimizer=optimizer,
             data_loader=loader,
+            # Ghost clipping wraps the criterion (its backward runs the two passes) and returns
+            # it as a fourth element; the other modes ignore it.
+            criterion=criterion,
             noise_multiplier=noise_multiplier,
             max_grad_norm=max_grad_norm,
             # The Poisson loader above already is Opacus's DPDataLoader; asking make_private to
@@ -347,8 +358,12 @@ def _train_dp_sgd_tensors(
             poisson_sampling=False,
             loss_reduction="sum",
             noise_generator=noise_generator,
-            grad_sample_mode=_choose_grad_sample_mode(grad_sample_mode, net, full_batch),
+            grad_sample_mode=mode,
         )
+        if mode == "ghost":
+            module, dp_optimizer, criterion, loader = private
+        else:
+            module, dp_optimizer, loader = private
         module.train()
         _run_steps(module, dp_optimizer, criterion, loader, X, y, steps, full_batch)
     dp_optimizer.zero_grad(set_to_none=True)
@@ -427,12 +442,15 @@ def train_dp_sgd(
         The public constant the summed noisy gradient is divided by; default
         ``max(1, round(sample_rate * len(X)))``. Audits pass the value for the data set
         without the canary to both neighbouring runs.
-    grad_sample_mode : {"auto", "hooks", "ew"}, default "auto"
-        How Opacus computes per-example gradients: ``"hooks"`` (Opacus's default, every layer
-        Opacus supports) or ``"ew"`` (PyTorch's ExpandedWeights: about 1.5–2× faster here and
+    grad_sample_mode : {"auto", "hooks", "ew", "ghost"}, default "auto"
+        How Opacus clips per-example gradients: ``"hooks"`` (Opacus's default, every layer
+        Opacus supports), ``"ew"`` (PyTorch's ExpandedWeights: about 1.5–3× faster here and
         bit-identical on the default models, but only for ``nn.Linear`` / convolution /
-        embedding / normalisation layers and non-empty batches). ``"auto"`` uses ``"ew"`` for
-        full-batch training of models built only from those layers, ``"hooks"`` otherwise.
+        embedding / normalisation layers and non-empty batches) or ``"ghost"`` (Opacus's ghost
+        clipping: per-example norms without per-example gradients, two backward passes; equal
+        to the others up to float rounding). ``"auto"`` uses ``"ghost"`` for full-batch
+        training of models made only of ``nn.Linear`` layers, ``"ew"`` for other models built
+        from ExpandedWeights layers, ``"hooks"`` otherwise.
     noise_scale_bug : float >= 0, default 1.0
         FAULT INJECTION FOR TESTS ONLY: the noise actually added is
         ``noise_multiplier * noise_scale_bug`` while the caller keeps claiming
