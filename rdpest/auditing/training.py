@@ -169,7 +169,7 @@ def _choose_grad_sample_mode(mode: str, net: nn.Module, full_batch: bool) -> str
         return mode
     if not full_batch:
         return "hooks"
-    layers = {type(sub) for sub in net.modules() if any(True for _ in sub.parameters(recurse=False))}
+    layers = {type(m) for m in net.modules() if any(True for _ in m.parameters(recurse=False))}
     if not layers <= set(_EW_LAYERS):
         return "hooks"
     return "ghost" if layers <= {nn.Linear} else "ew"
