@@ -90,6 +90,15 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     cross_fit : bool, default=False
         Also train on the certifying part and certify on the training part; the better of the two
         bounds is reported, each at half the level (union bound); point estimates are averaged.
+    n_repeats : int, default=1
+        Number of independent random train/certify partitions for the point estimate, each with
+        its own critic; ``divergence_`` is the median of their estimates (repeated
+        cross-fitting, Chernozhukov et al. 2018, "Double/debiased machine learning", Sec. 3.4).
+        One partition's estimate depends strongly on the partition: measured on one Gaussian
+        sample (D_2 = 1, 500 per side), single-partition estimates had a standard deviation of
+        0.2–0.6 across partition seeds. Only the first partition certifies the bound (at the
+        full level), so ``lower_bound_`` does not depend on ``n_repeats``. Costs
+        ``n_repeats`` critic trainings per direction.
     device : {"auto", "cpu", "cuda"}, default="auto"
         Where the critic trains. Fitted critics are moved to the CPU, so estimators trained on CUDA
         unpickle on machines without it.
@@ -157,6 +166,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "certificate": [StrOptions(set(CERTIFICATE_KINDS))],
         "confidence_region": [StrOptions(set(CONFIDENCE_REGIONS))],
         "cross_fit": ["boolean"],
+        "n_repeats": [Interval(Integral, 1, None, closed="left")],
         "device": [str],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
@@ -185,6 +195,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         certificate="auto",
         confidence_region="joint",
         cross_fit=False,
+        n_repeats=1,
         device="auto",
         n_threads=1,
         random_state=None,
@@ -209,6 +220,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         self.certificate = certificate
         self.confidence_region = confidence_region
         self.cross_fit = cross_fit
+        self.n_repeats = n_repeats
         self.device = device
         self.n_threads = n_threads
         self.random_state = random_state
@@ -261,18 +273,16 @@ class DVRenyiEstimator(RenyiEstimatorBase):
 
     def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
         rng = np.random.default_rng(seed)
-        test_p = rng.permutation(len(P))[: self._split_sizes(len(P))[2]]
-        test_q = rng.permutation(len(Q))[: self._split_sizes(len(Q))[2]]
-        parts_p = _split_at(P, test_p)
-        parts_q = _split_at(Q, test_q)
-        folds = [(parts_p, parts_q)]
+        parts_p, parts_q = self._partition(P, Q, rng)
+        folds = [(parts_p[:2], parts_q[:2])]
         if self.cross_fit:
             folds.append(((parts_p[1], parts_p[0]), (parts_q[1], parts_q[0])))
         fold_beta = beta / len(folds)
         certificates, points, histories, critics, ranges = [], [], [], [], []
         for (p_train, p_test), (q_train, q_test) in folds:
-            critic, history = self._train_critic(p_train, q_train, int(rng.integers(2**31 - 1)))
-            g = [_evaluate(critic, a) for a in (p_train, q_train, p_test, q_test)]
+            critic, history, g, critic_range, point = self._fit_fold(
+                p_train, q_train, p_test, q_test, int(rng.integers(2**31 - 1))
+            )
             certificates.append(
                 certify_critic(
                     *g,
@@ -283,16 +293,17 @@ class DVRenyiEstimator(RenyiEstimatorBase):
                     region=self.confidence_region,
                 )
             )
-            # The point estimate clips the critic to the range it took on the training split: a
-            # fixed function, so the bracket still lower-bounds D in population, and it stops one
-            # extrapolated critic value on a test point from blowing the estimate up (measured:
-            # gaussian_scale, D = 1, n = 500 had an estimate of 10.5 unclipped, 2.2 clipped,
-            # with no change in accuracy on Gaussian shifts).
-            critic_range = (float(min(g[0].min(), g[1].min())), float(max(g[0].max(), g[1].max())))
-            points.append(_clipped_bracket(g[2], g[3], critic_range, self.alpha))
+            points.append(point)
             histories.append(history)
             critics.append(critic)
             ranges.append(critic_range)
+        # Further partitions (n_repeats > 1) only stabilise the point estimate: their critics
+        # are never certified, so the bound above keeps its full level.
+        repeat_points = [float(np.mean(points))]
+        for _ in range(int(self.n_repeats) - 1):
+            (p_train, p_test, _), (q_train, q_test, _) = self._partition(P, Q, rng)
+            seed_r = int(rng.integers(2**31 - 1))
+            repeat_points.append(self._fit_fold(p_train, q_train, p_test, q_test, seed_r)[4])
         best = int(np.argmax([c.lower_bound for c in certificates]))
         self.critics_[direction] = critics[best]
         self.critic_ranges_[direction] = ranges[best]
@@ -308,15 +319,35 @@ class DVRenyiEstimator(RenyiEstimatorBase):
             "n_test": (len(parts_p[1]), len(parts_q[1])),
             "best_epoch": histories[best][-1]["best_epoch"] if histories[best] else 0,
             "fold_lower_bounds": [c.lower_bound for c in certificates],
-            "test_index_p": test_p,
-            "test_index_q": test_q,
+            "repeat_points": repeat_points,
+            "test_index_p": parts_p[2],
+            "test_index_q": parts_q[2],
         }
         return DirectionResult(
-            divergence=float(np.mean(points)),
+            divergence=float(np.median(repeat_points)),
             lower_bound=max(0.0, cert.lower_bound),
             beta=beta,
             details=details,
         )
+
+    def _partition(self, P, Q, rng):
+        """Random (train, test, test indices) parts of each sample (``test_fraction`` to test)."""
+        test_p = rng.permutation(len(P))[: self._split_sizes(len(P))[2]]
+        test_q = rng.permutation(len(Q))[: self._split_sizes(len(Q))[2]]
+        return (*_split_at(P, test_p), test_p), (*_split_at(Q, test_q), test_q)
+
+    def _fit_fold(self, p_train, q_train, p_test, q_test, seed):
+        """Train a critic on one fold; its values, training range and held-out point estimate."""
+        critic, history = self._train_critic(p_train, q_train, seed)
+        g = [_evaluate(critic, a) for a in (p_train, q_train, p_test, q_test)]
+        # The point estimate clips the critic to the range it took on the training split: a
+        # fixed function, so the bracket still lower-bounds D in population, and it stops one
+        # extrapolated critic value on a test point from blowing the estimate up (measured:
+        # gaussian_scale, D = 1, n = 500 had an estimate of 10.5 unclipped, 2.2 clipped,
+        # with no change in accuracy on Gaussian shifts).
+        critic_range = (float(min(g[0].min(), g[1].min())), float(max(g[0].max(), g[1].max())))
+        point = _clipped_bracket(g[2], g[3], critic_range, self.alpha)
+        return critic, history, g, critic_range, point
 
     def _train_critic(self, P, Q, seed):
         """Train one critic on P (label 1) against Q (label 0) with early stopping."""
