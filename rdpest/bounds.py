@@ -132,7 +132,7 @@ def _predictable_bets(u: np.ndarray, beta: float) -> np.ndarray:
 
 
 def betting_lower_bound(
-    x, beta: float, lower: float = 0.0, upper: float = 1.0, random_state: int | None = 0
+    x, beta: float, lower: float = 0.0, upper: float = 1.0, random_state: int | None = None
 ) -> float:
     """Betting lower confidence bound (Waudby-Smith & Ramdas 2023) for variables in [lower, upper].
 
@@ -141,10 +141,13 @@ def betting_lower_bound(
     supermartingale, so by Ville's inequality ``P(max_t K_t(m) >= 1/beta) <= beta``. The bound is
     the smallest m not rejected (K_t(m) is non-increasing in m, so the rejected set is an interval).
 
-    The values are sorted, then visited in a random order drawn from ``random_state`` (fixed by
-    default): the bets are predictable, so the order matters for tightness. Sorting first makes
-    the bound a function of the multiset of values (the caller's order cannot change it), and a
-    permutation independent of the values keeps the sequence exchangeable.
+    The bets are predictable, so the values are visited in sequence: in the order given, or
+    permuted by a permutation drawn from ``random_state``. Validity needs an i.i.d. SEQUENCE: the
+    order of ``x`` must not depend on the values (never pass sorted data). Sorting the values and
+    then applying a fixed permutation, which once made this bound independent of the input order,
+    makes the sequence a fixed function of the order statistics, no longer exchangeable, and
+    breaks the guarantee (measured: 9.8% of 2000 lower bounds above the mean of Bernoulli(1/2)
+    data at n = 200, β = 0.05; 3.6% in the given order).
 
     Examples
     --------
@@ -155,7 +158,7 @@ def betting_lower_bound(
     beta = check_beta(beta)
     u, lower, upper = _unit_interval(x, lower, upper)
     if random_state is not None:
-        u = np.sort(u)[np.random.default_rng(random_state).permutation(u.size)]
+        u = u[np.random.default_rng(random_state).permutation(u.size)]
     bets = _predictable_bets(u, beta)
     threshold = math.log(1.0 / beta)
     lo, hi = 0.0, 1.0
@@ -262,8 +265,7 @@ def mean_lower_bounds(
         return np.array([_LOWER_BOUNDS[method](x, float(lv), lower, upper) for lv in levels])
     design_level = check_beta(design_level)
     u, lower, upper = _unit_interval(x, lower, upper)
-    u = np.sort(u)[np.random.default_rng(0).permutation(u.size)]
-    bets = _predictable_bets(u, design_level)
+    bets = _predictable_bets(u, design_level)  # values in the order given, see betting_lower_bound
     thresholds = np.log(1.0 / levels)
     lo = np.zeros(levels.size)
     hi = np.ones(levels.size)

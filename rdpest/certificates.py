@@ -106,11 +106,12 @@ def joint_level(beta: float) -> float:
 
     For independent p-values p₁, p₂ that are valid (super-uniform) at the true parameters,
     P(p₁ p₂ <= c) <= c (1 − log c), the distribution function of a product of two independent
-    uniforms (the two-sample case of Fisher's combination, R. A. Fisher 1932, Statistical Methods
-    for Research Workers, Sec. 21.1). So {(a, b): p₁(a) p₂(b) > c} is a (1 − β) joint confidence
-    region for the two parameters: one region for both samples, instead of a box of two separate
-    (1 − β/2) intervals (Bonferroni). PAPER_NOTES.md measured joint regions certifying ×1.05–1.19
-    tighter for the bracket and ×1.10–1.29 for threshold tests.
+    uniforms (the two-sample case behind Fisher's combination of p-values, R. A. Fisher,
+    Statistical Methods for Research Workers, 4th ed., 1932). So {(a, b): p₁(a) p₂(b) > c} is a
+    (1 − β) joint confidence region for the two parameters: one region for both samples,
+    instead of a box of two separate (1 − β/2) intervals (Bonferroni). PAPER_NOTES.md measured
+    joint regions certifying ×1.05–1.19 tighter for the bracket and ×1.10–1.29 for threshold
+    tests.
 
     Examples
     --------

@@ -292,6 +292,22 @@ def test_auto_mode_picks_ghost_for_linear_models_and_ew_for_convolutions():
     assert _choose_grad_sample_mode("auto", make_model("lr", 64, 10), False) == "hooks"
     assert _choose_grad_sample_mode("auto", nn.Sequential(nn.BatchNorm1d(4)), True) == "hooks"
     assert _choose_grad_sample_mode("ew", make_model("lr", 64, 10), True) == "ew"
+    # A layer used twice, shared weights, or a user-written forward: Opacus's general hooks.
+    layer = nn.Linear(10, 10)
+    assert _choose_grad_sample_mode("auto", nn.Sequential(layer, nn.Tanh(), layer), True) == "hooks"
+    tied = nn.Sequential(nn.Linear(10, 10), nn.Linear(10, 10))
+    tied[1].weight = tied[0].weight
+    assert _choose_grad_sample_mode("auto", tied, True) == "hooks"
+
+    class Custom(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.a(x) + self.a(x)
+
+    assert _choose_grad_sample_mode("auto", Custom(), True) == "hooks"
 
 
 def test_poisson_sampling_reproducible_with_empty_batches():

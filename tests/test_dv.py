@@ -148,7 +148,7 @@ def test_dv_objective_and_cross_fitting_run():
 
 
 def test_repeated_partitions_steady_the_point_estimate_and_leave_the_bound_alone():
-    X, Y, truth = _gaussian_pair(1.0, n=400, seed=9)
+    X, Y, _ = _gaussian_pair(1.0, n=400, seed=9)
     one = DVRenyiEstimator(**FAST).fit(X, Y)
     five = DVRenyiEstimator(n_repeats=5, **FAST).fit(X, Y)
     # The first partition is the same, so the certified bound is identical.

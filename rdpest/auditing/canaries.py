@@ -172,9 +172,10 @@ def make_canary(
 
     if kind == "blank":
         x = np.zeros(row_shape, dtype=np.float32)
-        if label is None:
-            label = 0 if model is None else _least_likely_label(model, x)
-        return x, _check_label(label, n_classes)
+        if label is None and model is not None:
+            # A class of the model's own output, which may include classes absent from y.
+            return x, _least_likely_label(model, x)
+        return x, _check_label(0 if label is None else label, n_classes)
 
     x = _clipbkd_input(X)
     if label is not None:

@@ -151,12 +151,33 @@ def _check_grad_sample_mode(mode) -> str:
     return mode
 
 
+def _calls_each_layer_once(net: nn.Module) -> bool:
+    """Whether every layer of ``net`` provably runs once per forward pass, with its own weights.
+
+    Ghost clipping in Opacus 1.6 keeps only the last call's per-example norm of a layer used
+    twice (or of weights shared between layers), which would clip less than promised; so the
+    fast modes are used only for networks whose containers are ``nn.Sequential`` (its forward
+    calls each child once) or this package's ``SmallCNN``, with no module or parameter appearing
+    twice. Anything else (a user's own ``forward``) trains with Opacus's general hooks.
+    """
+    from .models import SmallCNN
+
+    modules = [m for _, m in net.named_modules(remove_duplicate=False)]
+    params = [p for _, p in net.named_parameters(remove_duplicate=False)]
+    if len({id(m) for m in modules}) != len(modules) or len({id(p) for p in params}) != len(params):
+        return False
+    return all(
+        type(m) in (nn.Sequential, SmallCNN) for m in modules if any(True for _ in m.children())
+    )
+
+
 def _choose_grad_sample_mode(mode: str, net: nn.Module, full_batch: bool) -> str:
     """Resolve ``"auto"``: ghost clipping or ExpandedWeights when they provably apply, else hooks.
 
     Both need every module that owns parameters to be of a supported type (exact type: a
-    subclass may use its weights elsewhere in ``forward``) and, here, full-batch training
-    (Poisson sampling can draw an empty batch). Models made only of ``nn.Linear`` layers get
+    subclass may use its weights elsewhere in ``forward``), each layer called once with its own
+    weights (:func:`_calls_each_layer_once`) and, here, full-batch training (Poisson sampling can
+    draw an empty batch). Models made only of ``nn.Linear`` layers get
     Opacus's ghost clipping (Li et al. 2022, "Large Language Models Can Be Strong Differentially
     Private Learners"; Bu et al. 2023): per-example gradient norms come from activations and
     output gradients without materialising per-example gradients, then a second backward pass
@@ -167,7 +188,7 @@ def _choose_grad_sample_mode(mode: str, net: nn.Module, full_batch: bool) -> str
     """
     if mode != "auto":
         return mode
-    if not full_batch:
+    if not full_batch or not _calls_each_layer_once(net):
         return "hooks"
     layers = {type(m) for m in net.modules() if any(True for _ in m.parameters(recurse=False))}
     if not layers <= set(_EW_LAYERS):
