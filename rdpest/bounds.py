@@ -236,7 +236,8 @@ def mean_lower_bounds(
     Parameters
     ----------
     x : array-like of shape (n,)
-        I.i.d. values in [lower, upper].
+        I.i.d. values in [lower, upper], in an order that does not depend on their values (the
+        betting bound visits them in sequence; see :func:`betting_lower_bound`).
     levels : array-like of floats in (0, 1)
         The error levels.
     lower, upper : float
