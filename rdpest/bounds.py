@@ -115,6 +115,13 @@ def _betting_log_capital_max(u: np.ndarray, m: float, bets: np.ndarray) -> float
     return float(np.max(np.cumsum(np.log1p(lam * (u - m)))))
 
 
+def _betting_log_capital_max_many(u: np.ndarray, ms: np.ndarray, bets: np.ndarray) -> np.ndarray:
+    """:func:`_betting_log_capital_max` for several candidate means m > 0 at once (same sums)."""
+    ms = np.asarray(ms, dtype=float)[None, :]
+    lam = np.minimum(bets[:, None], _BET_TRUNCATION / ms)
+    return np.max(np.cumsum(np.log1p(lam * (u[:, None] - ms)), axis=0), axis=0)
+
+
 def _predictable_bets(u: np.ndarray, beta: float) -> np.ndarray:
     """Predictable plug-in bets for a fixed sample size (WSR 2023, eqs. (26)-(27)).
 
@@ -274,9 +281,7 @@ def mean_lower_bounds(
     # Bisection for every level at once; capitals are non-increasing in m (see betting_lower_bound).
     for _ in range(_BISECTION_STEPS):
         mid = 0.5 * (lo + hi)
-        capital = np.array([_betting_log_capital_max(u, m, bets) for m in np.unique(mid)])
-        at_mid = capital[np.searchsorted(np.unique(mid), mid)]
-        rejected = at_mid >= thresholds
+        rejected = _betting_log_capital_max_many(u, mid, bets) >= thresholds
         lo = np.where(rejected, mid, lo)
         hi = np.where(rejected, hi, mid)
     lo = np.where(rejected_at_zero, lo, 0.0)
