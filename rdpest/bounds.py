@@ -166,18 +166,26 @@ def betting_lower_bound(
     u, lower, upper = _unit_interval(x, lower, upper)
     if random_state is not None:
         u = u[np.random.default_rng(random_state).permutation(u.size)]
-    bets = _predictable_bets(u, beta)
-    threshold = math.log(1.0 / beta)
-    lo, hi = 0.0, 1.0
-    if _betting_log_capital_max(u, lo, bets) < threshold:
-        return lower
+    bound = _betting_unit_bounds(u, _predictable_bets(u, beta), np.array([beta]))[0]
+    return lower + (upper - lower) * float(bound)
+
+
+def _betting_unit_bounds(u: np.ndarray, bets: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Betting lower bounds on [0, 1] at several levels: the largest m rejected at each level.
+
+    Bisection for every level at once; the capital is non-increasing in m, so each level's
+    rejected set is an interval [0, bound).
+    """
+    thresholds = np.log(1.0 / levels)
+    lo = np.zeros(levels.size)
+    hi = np.ones(levels.size)
+    rejected_at_zero = _betting_log_capital_max(u, 0.0, bets) >= thresholds
     for _ in range(_BISECTION_STEPS):
         mid = 0.5 * (lo + hi)
-        if _betting_log_capital_max(u, mid, bets) >= threshold:
-            lo = mid  # mid rejected: the bound lies above it
-        else:
-            hi = mid
-    return lower + (upper - lower) * lo
+        rejected = _betting_log_capital_max_many(u, mid, bets) >= thresholds
+        lo = np.where(rejected, mid, lo)  # mid rejected: the bound lies above it
+        hi = np.where(rejected, hi, mid)
+    return np.where(rejected_at_zero, lo, 0.0)
 
 
 _LOWER_BOUNDS = {
@@ -274,18 +282,7 @@ def mean_lower_bounds(
     design_level = check_beta(design_level)
     u, lower, upper = _unit_interval(x, lower, upper)
     bets = _predictable_bets(u, design_level)  # values in the order given, see betting_lower_bound
-    thresholds = np.log(1.0 / levels)
-    lo = np.zeros(levels.size)
-    hi = np.ones(levels.size)
-    rejected_at_zero = _betting_log_capital_max(u, 0.0, bets) >= thresholds
-    # Bisection for every level at once; capitals are non-increasing in m (see betting_lower_bound).
-    for _ in range(_BISECTION_STEPS):
-        mid = 0.5 * (lo + hi)
-        rejected = _betting_log_capital_max_many(u, mid, bets) >= thresholds
-        lo = np.where(rejected, mid, lo)
-        hi = np.where(rejected, hi, mid)
-    lo = np.where(rejected_at_zero, lo, 0.0)
-    return lower + (upper - lower) * lo
+    return lower + (upper - lower) * _betting_unit_bounds(u, bets, levels)
 
 
 def mean_upper_bounds(
