@@ -47,6 +47,7 @@ def test_resume_from_store_trains_nothing_again(tmp_path, monkeypatch):
         raise AssertionError("a finished run was trained again")
 
     monkeypatch.setattr(dpsgd_module.DPSGDRun, "__call__", fail)
+    monkeypatch.setattr(dpsgd_module.DPSGDRun, "score_many", fail)
     again = DPSGDAuditor(store=tmp_path, **options).run()
     np.testing.assert_array_equal(again.losses_with_canary, first.losses_with_canary)
     with pytest.raises(ValueError, match="different audit configuration"):
@@ -93,6 +94,7 @@ def test_bad_input_raises_before_any_training(kwargs, match, monkeypatch):
 
     monkeypatch.setattr(dpsgd_module, "pretrain", no_training)
     monkeypatch.setattr(dpsgd_module.DPSGDRun, "__call__", no_training)
+    monkeypatch.setattr(dpsgd_module.DPSGDRun, "score_many", no_training)
     options = {**QUICK, **kwargs}
     with pytest.raises(ValueError, match=match):
         DPSGDAuditor(**options).run()

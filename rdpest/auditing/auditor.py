@@ -12,7 +12,8 @@ probability of accusing an honest pipeline is at most β by a union bound.
 Reliability (DESIGN.md, auditing rules): each run's seed is derived from ``random_state``, the arm
 and the run index alone, so results do not depend on ``n_jobs`` or on the joblib backend (loky,
 Dask, Ray through ``joblib.parallel_config``); finished runs are appended to a store as they finish
-and a re-run resumes.
+and a re-run resumes. A score function that trains several runs at once (``score_many``) is given
+fixed groups of run indices, so this holds for it too.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from rdpest._checks import check_alpha, check_beta, check_real
 from rdpest.auditing.result import AuditResult
 from rdpest.auditing.store import RunStore
 
-__all__ = ["Auditor", "default_estimators", "run_seed"]
+__all__ = ["Auditor", "default_estimators", "run_seed", "runs_per_call"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +77,7 @@ def default_estimators(alpha: float, random_state: int) -> dict:
     }
 
 
-def _one_run(score_fn, arm: int, index: int, seed: int) -> tuple[int, int, int, float]:
-    value = score_fn(bool(arm), seed)
+def _checked_score(value, arm: int, seed: int) -> float:
     try:
         score = float(value)
     except (TypeError, ValueError):
@@ -89,7 +89,43 @@ def _one_run(score_fn, arm: int, index: int, seed: int) -> tuple[int, int, int, 
             f"score_fn returned {score} (include_canary={bool(arm)}, seed={seed}); a training run "
             "diverged? Lower the learning rate or clip the score"
         )
-    return arm, index, seed, score
+    return score
+
+
+def _one_run(score_fn, arm: int, index: int, seed: int) -> list[tuple[int, int, int, float]]:
+    return [(arm, index, seed, _checked_score(score_fn(bool(arm), seed), arm, seed))]
+
+
+def _run_group(
+    score_fn, arm: int, indices: list[int], seeds: list[int]
+) -> list[tuple[int, int, int, float]]:
+    values = list(score_fn.score_many(bool(arm), list(seeds)))
+    if len(values) != len(seeds):
+        raise ValueError(
+            f"score_fn.score_many returned {len(values)} scores for {len(seeds)} seeds"
+        )
+    return [
+        (arm, index, seed, _checked_score(value, arm, seed))
+        for index, seed, value in zip(indices, seeds, values, strict=True)
+    ]
+
+
+def runs_per_call(score_fn) -> int:
+    """How many runs the auditor hands ``score_fn`` at once (1 without ``score_many``).
+
+    A score function may train several runs together: it then has a method
+    ``score_many(include_canary, seeds) -> sequence of floats`` (one score per seed, each what
+    ``score_fn(include_canary, seed)`` would return) and an integer attribute ``runs_per_call``.
+    """
+    if not callable(getattr(score_fn, "score_many", None)):
+        return 1
+    group = getattr(score_fn, "runs_per_call", None)
+    if isinstance(group, bool) or not isinstance(group, Integral) or group < 1:
+        raise ValueError(
+            "a score_fn with score_many must have an integer attribute runs_per_call >= 1, got "
+            f"{group!r}"
+        )
+    return int(group)
 
 
 class Auditor:
@@ -99,7 +135,11 @@ class Auditor:
     ----------
     score_fn : callable ``(include_canary: bool, seed: int) -> float``
         Trains once (with or without the canary) and returns the canary's score, e.g. its loss.
-        Must be picklable for ``n_jobs != 1``.
+        Must be picklable for ``n_jobs != 1``. It may also train several runs at once: with a
+        method ``score_many(include_canary, seeds)`` returning one score per seed and an integer
+        attribute ``runs_per_call`` = B, the auditor hands it fixed groups of B runs (see
+        :func:`runs_per_call`; :class:`~rdpest.auditing.training.DPSGDRun` stacks small models
+        this way).
     claimed_epsilon : float
         The ε_α the pipeline claims at order ``alpha``.
     alpha : float, default=2.0
@@ -162,6 +202,7 @@ class Auditor:
     def _validate(self) -> dict:
         if not callable(self.score_fn):
             raise ValueError(f"score_fn must be callable, got {self.score_fn!r}")
+        runs_per_call(self.score_fn)
         claimed = check_real(self.claimed_epsilon, "claimed_epsilon")
         if claimed < 0:
             raise ValueError(f"claimed_epsilon must be >= 0, got {claimed}")
@@ -217,35 +258,56 @@ class Auditor:
         self._validate()
         store = RunStore(self.store, self._fingerprint()) if self.store is not None else None
         finished = store.load() if store is not None else {}
-        todo = [
-            (arm, index, run_seed(self.random_state, arm, index))
-            for index in range(self.n_runs)
-            for arm in (WITHOUT_CANARY, WITH_CANARY)
-            if (arm, index) not in finished
-        ]
+        tasks = self._tasks(finished)
+        missing = 2 * self.n_runs - sum(
+            (arm, i) in finished for i in range(self.n_runs) for arm in (0, 1)
+        )
         if finished:
-            logger.info("resuming: %d runs already finished, %d to go", len(finished), len(todo))
+            logger.info("resuming: %d runs already finished, %d to go", len(finished), missing)
         bar = tqdm(
             total=2 * self.n_runs,
-            initial=2 * self.n_runs - len(todo),
+            initial=2 * self.n_runs - missing,
             desc="training runs",
             disable=not self.progress,
         )
         try:
-            if todo:
-                jobs = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")(
-                    delayed(_one_run)(self.score_fn, arm, index, seed) for arm, index, seed in todo
-                )
-                for arm, index, seed, score in jobs:
-                    if store is not None:
-                        store.append(arm=arm, index=index, seed=seed, score=score)
-                    finished[(arm, index)] = score
-                    bar.update(1)
+            if tasks:
+                jobs = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")(tasks)
+                for runs in jobs:
+                    for arm, index, seed, score in runs:
+                        if (arm, index) in finished:  # recomputed with its group, kept as stored
+                            continue
+                        if store is not None:
+                            store.append(arm=arm, index=index, seed=seed, score=score)
+                        finished[(arm, index)] = score
+                        bar.update(1)
         finally:
             bar.close()
         without = np.array([finished[(WITHOUT_CANARY, i)] for i in range(self.n_runs)])
         with_ = np.array([finished[(WITH_CANARY, i)] for i in range(self.n_runs)])
         return without, with_
+
+    def _tasks(self, finished: dict) -> list:
+        """The joblib tasks for the runs not in ``finished``, each one run or one fixed group.
+
+        With ``runs_per_call`` B > 1, group j of an arm is always the runs j·B, ..., j·B + B - 1,
+        whatever ``n_jobs`` is and whatever finished before, and a group with a missing run is
+        trained whole: every score is then the same as in an uninterrupted audit, bit for bit
+        (scores already stored are kept).
+        """
+        group = runs_per_call(self.score_fn)
+        tasks = []
+        for start in range(0, self.n_runs, group):
+            for arm in (WITHOUT_CANARY, WITH_CANARY):
+                indices = list(range(start, min(start + group, self.n_runs)))
+                if all((arm, i) in finished for i in indices):
+                    continue
+                seeds = [run_seed(self.random_state, arm, i) for i in indices]
+                if group == 1:
+                    tasks.append(delayed(_one_run)(self.score_fn, arm, indices[0], seeds[0]))
+                else:
+                    tasks.append(delayed(_run_group)(self.score_fn, arm, indices, seeds))
+        return tasks
 
     def run(self) -> AuditResult:
         """Collect the runs, fit every estimator, and give the verdict."""

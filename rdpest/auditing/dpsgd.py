@@ -23,7 +23,7 @@ from rdpest.auditing.canaries import make_canary
 from rdpest.auditing.data import load_arrays, load_digits_data, split_pretrain
 from rdpest.auditing.models import make_model
 from rdpest.auditing.result import AuditResult
-from rdpest.auditing.training import DPSGDRun, pretrain
+from rdpest.auditing.training import DPSGDRun, pretrain, resolve_stack_runs
 from rdpest.conversions import dpsgd_epsilon_alpha, noise_multiplier_for_epsilon_alpha
 from rdpest.critics import resolve_device
 
@@ -80,6 +80,13 @@ class DPSGDAuditor:
     noise_scale_bug : float, default=1.0
         FAULT INJECTION for tests: the noise actually used is σ·noise_scale_bug while the claim
         keeps σ. Never set it outside tests and demonstrations.
+    stack_runs : int or "auto", default="auto"
+        Runs trained together as one stacked network (see
+        :class:`~rdpest.auditing.training.DPSGDRun`): ``"auto"`` stacks up to 16 full-batch
+        runs of the ``"lr"`` and ``"mlp"`` models (about 3× the models per second for
+        logistic regression) and trains other models one at a time; 1 never stacks. Each run
+        equals the unstacked run with its seed up to float rounding, so this is not part of the
+        store's configuration.
 
     Examples
     --------
@@ -115,6 +122,7 @@ class DPSGDAuditor:
         random_state: int = 0,
         progress: bool = True,
         noise_scale_bug: float = 1.0,
+        stack_runs: int | str = "auto",
     ):
         self.alpha = alpha
         self.noise_multiplier = noise_multiplier
@@ -139,6 +147,7 @@ class DPSGDAuditor:
         self.random_state = random_state
         self.progress = progress
         self.noise_scale_bug = noise_scale_bug
+        self.stack_runs = stack_runs
 
     # ------------------------------------------------------------------ set-up
     def _noise_and_claim(self) -> tuple[float, float]:
@@ -198,6 +207,13 @@ class DPSGDAuditor:
         with torch.random.fork_rng(devices=[]):
             torch.default_generator.manual_seed(int(self.random_state))
             initial = make_model(self.model, n_features, n_classes, input_shape)
+        resolve_stack_runs(  # an impossible stack_runs fails before pretraining
+            self.stack_runs,
+            initial,
+            n_rows=len(y_audit) + 1,
+            input_ndim=X.ndim,
+            sample_rate=float(self.sample_rate),
+        )
         if self.pretrain:
             state = pretrain(
                 initial,
@@ -225,6 +241,7 @@ class DPSGDAuditor:
             input_shape=input_shape,
             n_classes=n_classes,
             noise_scale_bug=self.noise_scale_bug,
+            stack_runs=self.stack_runs,
         )
         config = {
             "mechanism": "opacus-dp-sgd",

@@ -38,7 +38,7 @@ import copy
 import logging
 import numbers
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -48,8 +48,24 @@ from torch import nn
 from ..critics import resolve_device
 from .data import load_arrays
 from .models import make_model
+from .stacking import (
+    PerRunNoiseOptimizer,
+    StackedGradSampleModule,
+    auto_stack_size,
+    stack_model,
+    stackable,
+    unstack_model,
+)
 
-__all__ = ["GRAD_SAMPLE_MODES", "DPSGDRun", "canary_loss", "pretrain", "train_dp_sgd"]
+__all__ = [
+    "GRAD_SAMPLE_MODES",
+    "DPSGDRun",
+    "canary_loss",
+    "pretrain",
+    "resolve_stack_runs",
+    "train_dp_sgd",
+    "train_dp_sgd_many",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -320,6 +336,66 @@ def _identity(batch):
     return batch
 
 
+@contextmanager
+def _quiet_opacus() -> Iterator[None]:
+    """Silence two expected, harmless warnings while Opacus sets up and trains.
+
+    "Secure RNG turned off" (secure_mode=False is what makes audits reproducible) and torch's
+    "Full backward hook is firing ... no inputs require gradients" from Opacus's per-sample
+    gradient hooks on the first layer.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Secure RNG turned off")
+        warnings.filterwarnings("ignore", message="Full backward hook is firing")
+        yield
+
+
+def _make_private(
+    net: nn.Module,
+    loader,
+    *,
+    learning_rate: float,
+    expected_batch_size: float,
+    noise_multiplier: float,
+    max_grad_norm: float,
+    noise_generator: torch.Generator | None,
+    mode: str,
+):
+    """Opacus ``PrivacyEngine(accountant="rdp")`` set-up of one DP-SGD training.
+
+    Plain SGD of step ``learning_rate / expected_batch_size`` on the sum-reduced cross-entropy,
+    flat clipping at ``max_grad_norm``, noise multiplier ``noise_multiplier``. Returns the
+    wrapped module, the DP optimizer and the criterion (wrapped by Opacus for ghost clipping,
+    whose backward runs its two passes).
+    """
+    from opacus import PrivacyEngine
+
+    optimizer = torch.optim.SGD(net.parameters(), lr=learning_rate / expected_batch_size)
+    criterion = nn.CrossEntropyLoss(reduction="sum")
+    engine = PrivacyEngine(accountant="rdp", secure_mode=False)
+    private = engine.make_private(
+        module=net,
+        optimizer=optimizer,
+        data_loader=loader,
+        # Ghost clipping wraps the criterion and returns it as a fourth element; the other
+        # modes ignore it.
+        criterion=criterion,
+        noise_multiplier=noise_multiplier,
+        max_grad_norm=max_grad_norm,
+        # A Poisson loader passed in already is Opacus's DPDataLoader; asking make_private to
+        # wrap it again would resample at 1 / len(loader) instead of its sample rate.
+        poisson_sampling=False,
+        loss_reduction="sum",
+        noise_generator=noise_generator,
+        grad_sample_mode=mode,
+    )
+    if mode == "ghost":
+        module, dp_optimizer, criterion, _ = private
+    else:
+        module, dp_optimizer, _ = private
+    return module, dp_optimizer, criterion
+
+
 def _train_dp_sgd_tensors(
     net: nn.Module,
     X: torch.Tensor,
@@ -336,7 +412,6 @@ def _train_dp_sgd_tensors(
     grad_sample_mode: str,
 ) -> nn.Module:
     """DP-SGD on ``net`` (modified in place and returned), data already tensors on ``device``."""
-    from opacus import PrivacyEngine
     from opacus.data_loader import DPDataLoader
 
     noise_seed, sampling_seed = _stream_seeds(seed, 2)
@@ -355,36 +430,18 @@ def _train_dp_sgd_tensors(
         loader = DPDataLoader(
             dataset, sample_rate=sample_rate, generator=sampling_generator, collate_fn=_identity
         )
-    optimizer = torch.optim.SGD(net.parameters(), lr=learning_rate / expected_batch_size)
-    criterion = nn.CrossEntropyLoss(reduction="sum")
-    with warnings.catch_warnings():
-        # Expected and harmless here: "Secure RNG turned off" (secure_mode=False is what makes
-        # audits reproducible) and torch's "Full backward hook is firing ... no inputs require
-        # gradients" from Opacus's per-sample-gradient hooks on the first layer.
-        warnings.filterwarnings("ignore", message="Secure RNG turned off")
-        warnings.filterwarnings("ignore", message="Full backward hook is firing")
-        engine = PrivacyEngine(accountant="rdp", secure_mode=False)
+    with _quiet_opacus():
         mode = _choose_grad_sample_mode(grad_sample_mode, net, full_batch)
-        private = engine.make_private(
-            module=net,
-            optimizer=optimizer,
-            data_loader=loader,
-            # Ghost clipping wraps the criterion (its backward runs the two passes) and returns
-            # it as a fourth element; the other modes ignore it.
-            criterion=criterion,
+        module, dp_optimizer, criterion = _make_private(
+            net,
+            loader,
+            learning_rate=learning_rate,
+            expected_batch_size=expected_batch_size,
             noise_multiplier=noise_multiplier,
             max_grad_norm=max_grad_norm,
-            # The Poisson loader above already is Opacus's DPDataLoader; asking make_private to
-            # wrap it again would resample at 1 / len(loader) instead of sample_rate.
-            poisson_sampling=False,
-            loss_reduction="sum",
             noise_generator=noise_generator,
-            grad_sample_mode=mode,
+            mode=mode,
         )
-        if mode == "ghost":
-            module, dp_optimizer, criterion, loader = private
-        else:
-            module, dp_optimizer, loader = private
         module.train()
         _run_steps(module, dp_optimizer, criterion, loader, X, y, steps, full_batch)
     dp_optimizer.zero_grad(set_to_none=True)
@@ -392,6 +449,66 @@ def _train_dp_sgd_tensors(
     for p in trained.parameters():
         p.grad = None
     return trained
+
+
+def _train_stacked_tensors(
+    template: nn.Module,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    seeds: Sequence[int],
+    noise_multiplier: float,
+    max_grad_norm: float,
+    steps: int,
+    learning_rate: float,
+    expected_batch_size: float,
+    device: torch.device,
+) -> list[nn.Module]:
+    """Full-batch DP-SGD runs of ``template``, one per seed, trained as one stacked network.
+
+    See :mod:`rdpest.auditing.stacking`: copy k is the run with ``seeds[k]`` (its noise comes
+    from the same generator, in the same order, as in :func:`_train_dp_sgd_tensors`).
+    """
+    from opacus.grad_sample import GradSampleModuleFastGradientClipping
+    from opacus.optimizers import DPOptimizerFastGradientClipping
+
+    copies = len(seeds)
+    net = stack_model(template, copies)
+    X_rows = X.repeat(copies, *([1] * (X.ndim - 1)))
+    y_rows = y.repeat(copies)
+    generators = []
+    for seed in seeds:
+        generator = torch.Generator(device=device)
+        generator.manual_seed(_stream_seeds(seed, 2)[0])  # a single run's noise stream
+        generators.append(generator)
+    dataset = _BatchedTensors(X_rows, y_rows)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=len(dataset), collate_fn=_identity)
+    with _quiet_opacus():
+        module, dp_optimizer, criterion = _make_private(
+            net,
+            loader,
+            learning_rate=learning_rate,
+            expected_batch_size=expected_batch_size,
+            noise_multiplier=noise_multiplier,
+            max_grad_norm=max_grad_norm,
+            noise_generator=None,  # unused: every copy draws from its own run's generator
+            mode="ghost",
+        )
+        if (
+            type(dp_optimizer) is not DPOptimizerFastGradientClipping
+            or type(module) is not GradSampleModuleFastGradientClipping
+        ):  # pragma: no cover
+            raise RuntimeError(
+                "expected Opacus's ghost-clipping optimizer and module, got "
+                f"{type(dp_optimizer).__name__} and {type(module).__name__}"
+            )
+        module.__class__ = StackedGradSampleModule
+        dp_optimizer.__class__ = PerRunNoiseOptimizer
+        dp_optimizer.run_generators = generators
+        module.train()
+        _run_steps(module, dp_optimizer, criterion, loader, X_rows, y_rows, steps, True)
+    dp_optimizer.zero_grad(set_to_none=True)
+    return unstack_model(module.to_standard_module(), template)
 
 
 def _run_steps(module, dp_optimizer, criterion, loader, X, y, steps: int, full_batch: bool):
@@ -542,6 +659,111 @@ def train_dp_sgd(
         )
 
 
+def train_dp_sgd_many(
+    model: nn.Module,
+    X,
+    y,
+    *,
+    seeds: Sequence[int],
+    noise_multiplier: float,
+    max_grad_norm: float = 1.0,
+    steps: int = 100,
+    learning_rate: float = 1.0,
+    device: str = "cpu",
+    expected_batch_size: float | None = None,
+    noise_scale_bug: float = 1.0,
+) -> list[nn.Module]:
+    """Several full-batch DP-SGD runs of one small model at once, one per seed.
+
+    Run k equals ``train_dp_sgd(model, X, y, seed=seeds[k], sample_rate=1, ...)`` up to float
+    rounding, but the runs are trained together as one stacked network through one Opacus
+    ``PrivacyEngine`` with ghost clipping (:mod:`rdpest.auditing.stacking` says why each copy is
+    exactly one DP-SGD run), which saves Opacus's per-step overhead: for logistic regression on
+    the digits, about 63 ms per model in stacks of 16 against 225 ms one at a time.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        θ₀ in an ``nn.Sequential`` of ``nn.Linear`` layers and elementwise activations (see
+        :func:`rdpest.auditing.stacking.stackable`); copied, never modified.
+    X, y : array-like or torch.Tensor
+        The training set.
+    seeds : sequence of int >= 0
+        One run per seed (a seed may repeat: the runs are then identical).
+    noise_multiplier, max_grad_norm, steps, learning_rate, device, expected_batch_size, \
+noise_scale_bug
+        As in :func:`train_dp_sgd` (always full batch).
+
+    Returns
+    -------
+    list of torch.nn.Module
+        The trained models, plain copies of ``model``, in the order of ``seeds``.
+
+    Raises
+    ------
+    ValueError
+        For a model that cannot be stacked, no seeds, or the errors of :func:`train_dp_sgd`.
+
+    Examples
+    --------
+    >>> from rdpest.auditing.models import make_model
+    >>> X = np.random.default_rng(0).random((30, 4), dtype=np.float32)
+    >>> y = (X[:, 0] > 0.5).astype(np.int64)
+    >>> _ = torch.manual_seed(0)
+    >>> model = make_model("lr", 4, 2)
+    >>> a, b = train_dp_sgd_many(model, X, y, seeds=[3, 4], noise_multiplier=1.0, steps=5)
+    >>> single = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=5, seed=3)
+    >>> bool(torch.allclose(a[1].weight, single[1].weight, atol=1e-5))
+    True
+    """
+    _check_module(model)
+    noise_multiplier = _check_float(noise_multiplier, "noise_multiplier")
+    max_grad_norm = _check_float(max_grad_norm, "max_grad_norm", allow_equal=False)
+    steps = _check_int(steps, "steps", 1)
+    learning_rate = _check_float(learning_rate, "learning_rate", allow_equal=False)
+    noise_scale_bug = _check_float(noise_scale_bug, "noise_scale_bug")
+    if isinstance(seeds, str | bytes) or not isinstance(seeds, Sequence | np.ndarray):
+        raise ValueError(f"seeds must be a sequence of integers, got {seeds!r}")
+    seeds = [_check_seed(s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds is empty: give at least one seed")
+    dev = resolve_device(device)
+    X_t, y_t = _as_tensors(X, y, dev)
+    net = copy.deepcopy(_unwrap(model)).to(dev)
+    if not stackable(net, X_t.ndim):
+        raise ValueError(
+            "train_dp_sgd_many trains an nn.Sequential of nn.Linear layers and elementwise "
+            "activations (led by nn.Flatten for inputs with more than 2 dimensions); use "
+            f"train_dp_sgd for {type(net).__name__} models"
+        )
+    if expected_batch_size is None:
+        expected_batch_size = float(len(y_t))
+    expected_batch_size = _check_float(
+        expected_batch_size, "expected_batch_size", allow_equal=False
+    )
+    if noise_scale_bug != 1.0:
+        logger.warning(
+            "train_dp_sgd_many: noise_scale_bug=%g injects a deliberate fault (noise multiplier "
+            "%g used instead of the claimed %g); for tests only",
+            noise_scale_bug,
+            noise_multiplier * noise_scale_bug,
+            noise_multiplier,
+        )
+    with _forked_rng(seeds[0], dev):
+        return _train_stacked_tensors(
+            net,
+            X_t,
+            y_t,
+            seeds=seeds,
+            noise_multiplier=noise_multiplier * noise_scale_bug,
+            max_grad_norm=max_grad_norm,
+            steps=steps,
+            learning_rate=learning_rate,
+            expected_batch_size=expected_batch_size,
+            device=dev,
+        )
+
+
 # ----------------------------------------------------------------------------------------------
 # the audit's score
 # ----------------------------------------------------------------------------------------------
@@ -599,6 +821,53 @@ def canary_loss(model: nn.Module, x, y) -> float:
     return float(torch.nn.functional.cross_entropy(logits, torch.tensor([int(y)], device=device)))
 
 
+def resolve_stack_runs(
+    stack_runs,
+    template: nn.Module,
+    *,
+    n_rows: int,
+    input_ndim: int,
+    sample_rate: float,
+    grad_sample_mode: str = "auto",
+) -> int:
+    """How many runs to train together for ``stack_runs`` (see :class:`DPSGDRun`).
+
+    ``"auto"``: :func:`rdpest.auditing.stacking.auto_stack_size` for full-batch training with
+    ghost clipping allowed, else 1. An integer above 1 that cannot be honoured raises
+    ``ValueError`` saying why.
+
+    Examples
+    --------
+    >>> from rdpest.auditing.models import make_model
+    >>> resolve_stack_runs("auto", make_model("lr", 64, 10), n_rows=900, input_ndim=2,
+    ...                    sample_rate=1.0)
+    16
+    >>> resolve_stack_runs("auto", make_model("lr", 64, 10), n_rows=900, input_ndim=2,
+    ...                    sample_rate=0.5)
+    1
+    """
+    if stack_runs == "auto":
+        if sample_rate < 1.0 or grad_sample_mode not in ("auto", "ghost"):
+            return 1
+        return auto_stack_size(template, n_rows, input_ndim)
+    if isinstance(stack_runs, str):
+        raise ValueError(f'stack_runs must be "auto" or an integer >= 1, got {stack_runs!r}')
+    stack = _check_int(stack_runs, "stack_runs", 1)
+    if stack > 1:
+        reasons = []
+        if sample_rate < 1.0:
+            reasons.append("it needs full-batch training (sample_rate=1)")
+        if grad_sample_mode not in ("auto", "ghost"):
+            reasons.append('it trains with ghost clipping (grad_sample_mode "auto" or "ghost")')
+        if not stackable(template, input_ndim):
+            reasons.append(
+                "it needs an nn.Sequential of nn.Linear layers and elementwise activations"
+            )
+        if reasons:
+            raise ValueError(f"stack_runs={stack} is not possible: " + "; ".join(reasons))
+    return stack
+
+
 class DPSGDRun:
     """Picklable score function of a DP-SGD audit: ``run(include_canary, seed) -> canary loss``.
 
@@ -628,6 +897,14 @@ class DPSGDRun:
         Number of classes; default ``max(max(y), canary label) + 1``.
     grad_sample_mode, noise_scale_bug
         As in :func:`train_dp_sgd` (``noise_scale_bug`` is a fault injection for tests only).
+    stack_runs : int >= 1 or "auto", default "auto"
+        How many runs :meth:`score_many` trains together as one stacked network
+        (:func:`train_dp_sgd_many`; each run still equals the single run with its seed, up to
+        float rounding). ``"auto"``: up to :data:`rdpest.auditing.stacking.MAX_STACK` for
+        full-batch training of an ``nn.Sequential`` of linear layers and elementwise
+        activations (the ``"lr"`` and ``"mlp"`` models) with ``grad_sample_mode`` ``"auto"`` or
+        ``"ghost"``, else 1. A number above 1 for a model or setting that cannot be stacked is
+        an error. The resolved number is :attr:`runs_per_call`.
 
     Examples
     --------
@@ -658,6 +935,7 @@ class DPSGDRun:
         n_classes: int | None = None,
         grad_sample_mode: str = "auto",
         noise_scale_bug: float = 1.0,
+        stack_runs: int | str = "auto",
     ):
         self.X, self.y = load_arrays(X, y)
         if not isinstance(canary, tuple | list) or len(canary) != 2:
@@ -713,6 +991,15 @@ class DPSGDRun:
             except RuntimeError as exc:
                 raise ValueError(f"initial_state does not fit the model: {exc}") from None
         self.initial_state = {k: v.detach().cpu().numpy().copy() for k, v in state.items()}
+        self.stack_runs = stack_runs
+        self.runs_per_call = resolve_stack_runs(
+            stack_runs,
+            template,
+            n_rows=len(self.y) + 1,
+            input_ndim=self.X.ndim,
+            sample_rate=self.sample_rate,
+            grad_sample_mode=self.grad_sample_mode,
+        )
         self._cache: dict | None = None
 
     def _build_model(self, initial_state: Mapping | None) -> nn.Module:
@@ -773,9 +1060,48 @@ class DPSGDRun:
         finally:
             torch.set_num_threads(threads)
 
+    def score_many(self, include_canary: bool, seeds: Sequence[int]) -> list[float]:
+        """The canary's loss after one run per seed: ``[self(include_canary, s) for s in seeds]``.
+
+        Trains ``runs_per_call`` runs at a time as one stacked network when that is above 1
+        (:func:`train_dp_sgd_many`); each score equals the single run's up to float rounding.
+        """
+        if not isinstance(include_canary, bool | np.bool_):
+            raise ValueError(f"include_canary must be a bool, got {include_canary!r}")
+        seeds = [_check_seed(s) for s in seeds]
+        if self.runs_per_call == 1:
+            return [self(include_canary, s) for s in seeds]
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            cache = self._prepared()
+            dev = cache["device"]
+            X, y = cache["data"][bool(include_canary)]
+            scores = []
+            for start in range(0, len(seeds), self.runs_per_call):
+                chunk = seeds[start : start + self.runs_per_call]
+                with _forked_rng(chunk[0], dev):
+                    trained = _train_stacked_tensors(
+                        cache["template"],
+                        X,
+                        y,
+                        seeds=chunk,
+                        noise_multiplier=self.noise_multiplier * self.noise_scale_bug,
+                        max_grad_norm=self.max_grad_norm,
+                        steps=self.steps,
+                        learning_rate=self.learning_rate,
+                        expected_batch_size=self.expected_batch_size,
+                        device=dev,
+                    )
+                scores += [canary_loss(m, self.canary_x, self.canary_y) for m in trained]
+            return scores
+        finally:
+            torch.set_num_threads(threads)
+
     def __repr__(self) -> str:
         name = self.model if isinstance(self.model, str) else getattr(self.model, "__name__", "?")
         return (
             f"DPSGDRun(model={name!r}, n={len(self.y)}, noise_multiplier={self.noise_multiplier}, "
-            f"steps={self.steps}, sample_rate={self.sample_rate}, device={self.device!r})"
+            f"steps={self.steps}, sample_rate={self.sample_rate}, device={self.device!r}, "
+            f"runs_per_call={self.runs_per_call})"
         )
