@@ -26,6 +26,7 @@ from rdpest.auditing.dpsgd import DPSGDAuditor
 from rdpest.auditing.models import make_model
 from rdpest.auditing.stacking import (
     MAX_STACK,
+    MAX_STACK_CUDA,
     StackedLinear,
     auto_stack_size,
     stack_model,
@@ -191,6 +192,8 @@ def test_what_can_be_stacked():
 
 def test_auto_stack_size_caps_memory():
     assert auto_stack_size(make_model("lr", 64, 10), 900) == MAX_STACK
+    assert auto_stack_size(make_model("lr", 64, 10), 900, device="cuda") == MAX_STACK_CUDA
+    assert auto_stack_size(make_model("cnn", 64, 10), 900, device="cuda") == 1
     assert auto_stack_size(make_model("cnn", 64, 10), 900) == 1
     # MNIST-sized full batch: 60,000 × (784 + 10) floats per copy is over the budget alone.
     assert auto_stack_size(make_model("lr", 784, 10), 60_000) == 1

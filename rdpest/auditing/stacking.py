@@ -53,6 +53,7 @@ from torch import nn
 __all__ = [
     "ELEMENTWISE_ACTIVATIONS",
     "MAX_STACK",
+    "MAX_STACK_CUDA",
     "PerRunNoiseOptimizer",
     "StackedGradSampleModule",
     "StackedLinear",
@@ -82,10 +83,16 @@ ELEMENTWISE_ACTIVATIONS = (
     nn.Hardswish,
 )
 
-# Largest stack that "auto" uses. Measured on this 2-core machine for logistic regression on the
-# digits (898 examples, 100 full-batch steps, one thread): 225 ms per model unstacked, 74 ms at
-# 8, 63 ms at 16, 70 ms at 32 and 63 ms at 64 copies; past 16 the arithmetic dominates.
+# Largest stack that "auto" uses on the CPU. Measured on this 2-core machine for logistic
+# regression on the digits (898 examples, 100 full-batch steps, one thread): 203 ms per model
+# unstacked, 65 ms at 8, 55 ms at 16 and 54 ms at 32 copies; past 16 the arithmetic dominates.
 MAX_STACK = 16
+# On a GPU a step of a small model is mostly launch latency, so larger stacks keep paying: on an
+# NVIDIA H200, 100 steps of logistic regression ran 2.9 models/s unstacked, 34 at 16 copies, 68
+# at 64, 82 at 128 and 84 at 256 (benchmarks/results/auditing/throughput_cuda.md; an earlier
+# lease measured 4.5, 48, 108, 113 and 141). 64 takes most of the gain while keeping groups, the
+# unit of work that an interrupted audit redoes, small.
+MAX_STACK_CUDA = 64
 # "auto" also keeps the stacked activations under this many floats (256 MB in float32), so a
 # large data set (e.g. MNIST at full batch) trains one run at a time.
 _AUTO_STACK_FLOATS = 2**26
@@ -252,17 +259,20 @@ def stackable(net: nn.Module, input_ndim: int = 2) -> bool:
     return all(type(m) is nn.Linear or type(m) in ELEMENTWISE_ACTIVATIONS for m in children)
 
 
-def auto_stack_size(net: nn.Module, n_rows: int, input_ndim: int = 2) -> int:
-    """Copies that ``stack_runs="auto"`` trains together: :data:`MAX_STACK`, 1 if not stackable.
+def auto_stack_size(
+    net: nn.Module, n_rows: int, input_ndim: int = 2, device: str | torch.device = "cpu"
+) -> int:
+    """Copies that ``stack_runs="auto"`` trains together; 1 if ``net`` is not :func:`stackable`.
 
-    Fewer when the stacked inputs and layer outputs of ``n_rows`` examples would exceed about
-    256 MB of float32.
+    :data:`MAX_STACK` on the CPU and :data:`MAX_STACK_CUDA` on a GPU, fewer when the stacked
+    inputs and layer outputs of ``n_rows`` examples would exceed about 256 MB of float32.
     """
     if not stackable(net, input_ndim):
         return 1
+    largest = MAX_STACK_CUDA if torch.device(device).type == "cuda" else MAX_STACK
     linears = [m for m in net if type(m) is nn.Linear]
     per_copy = n_rows * (linears[0].in_features + sum(m.out_features for m in linears))
-    return int(max(1, min(MAX_STACK, _AUTO_STACK_FLOATS // max(1, per_copy))))
+    return int(max(1, min(largest, _AUTO_STACK_FLOATS // max(1, per_copy))))
 
 
 def stack_model(net: nn.Module, copies: int) -> nn.Sequential:

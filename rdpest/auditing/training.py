@@ -829,11 +829,12 @@ def resolve_stack_runs(
     input_ndim: int,
     sample_rate: float,
     grad_sample_mode: str = "auto",
+    device: str | torch.device = "cpu",
 ) -> int:
     """How many runs to train together for ``stack_runs`` (see :class:`DPSGDRun`).
 
-    ``"auto"``: :func:`rdpest.auditing.stacking.auto_stack_size` for full-batch training with
-    ghost clipping allowed, else 1. An integer above 1 that cannot be honoured raises
+    ``"auto"``: :func:`rdpest.auditing.stacking.auto_stack_size` on ``device`` for full-batch
+    training with ghost clipping allowed, else 1. An integer above 1 that cannot be honoured raises
     ``ValueError`` saying why.
 
     Examples
@@ -849,7 +850,7 @@ def resolve_stack_runs(
     if stack_runs == "auto":
         if sample_rate < 1.0 or grad_sample_mode not in ("auto", "ghost"):
             return 1
-        return auto_stack_size(template, n_rows, input_ndim)
+        return auto_stack_size(template, n_rows, input_ndim, device)
     if isinstance(stack_runs, str):
         raise ValueError(f'stack_runs must be "auto" or an integer >= 1, got {stack_runs!r}')
     stack = _check_int(stack_runs, "stack_runs", 1)
@@ -899,12 +900,13 @@ class DPSGDRun:
         As in :func:`train_dp_sgd` (``noise_scale_bug`` is a fault injection for tests only).
     stack_runs : int >= 1 or "auto", default "auto"
         How many runs :meth:`score_many` trains together as one stacked network
-        (:func:`train_dp_sgd_many`; each run still equals the single run with its seed, up to
-        float rounding). ``"auto"``: up to :data:`rdpest.auditing.stacking.MAX_STACK` for
-        full-batch training of an ``nn.Sequential`` of linear layers and elementwise
-        activations (the ``"lr"`` and ``"mlp"`` models) with ``grad_sample_mode`` ``"auto"`` or
-        ``"ghost"``, else 1. A number above 1 for a model or setting that cannot be stacked is
-        an error. The resolved number is :attr:`runs_per_call`.
+        (:func:`train_dp_sgd_many`; each run still equals the single run with its seed, up to float
+        rounding). ``"auto"``: up to :data:`rdpest.auditing.stacking.MAX_STACK` (16; on a GPU
+        :data:`rdpest.auditing.stacking.MAX_STACK_CUDA`, 64) for full-batch training of an
+        ``nn.Sequential`` of linear layers and elementwise activations (the ``"lr"`` and ``"mlp"``
+        models) with ``grad_sample_mode`` ``"auto"`` or ``"ghost"``, else 1. A number above 1 for a
+        model or setting that cannot be stacked is an error. The resolved number is
+        :attr:`runs_per_call`.
 
     Examples
     --------
@@ -999,6 +1001,7 @@ class DPSGDRun:
             input_ndim=self.X.ndim,
             sample_rate=self.sample_rate,
             grad_sample_mode=self.grad_sample_mode,
+            device=resolve_device(device),
         )
         self._cache: dict | None = None
 
