@@ -106,6 +106,24 @@ def test_each_stacked_copy_is_the_single_run_with_its_seed(data, name, noise_mul
         assert not torch.allclose(_flat(many[0]), _flat(many[1]), atol=1e-4)
 
 
+@pytest.mark.parametrize("frozen", ["0.weight", "0.bias", "2.weight"])
+def test_frozen_parameters_stay_frozen_as_in_a_single_run(frozen):
+    # A frozen layer is left out of Opacus's norms, noise and step; stacked copies must do the
+    # same, or they would train it, clip the other layers harder and shift every noise draw.
+    rng = np.random.default_rng(0)
+    X = rng.random((40, 8), dtype=np.float32)
+    y = (X[:, 0] > 0.5).astype(np.int64)
+    model = _model(lambda: nn.Sequential(nn.Linear(8, 6), nn.Tanh(), nn.Linear(6, 2)))
+    model.get_parameter(frozen).requires_grad_(False)
+    kwargs = {"noise_multiplier": 1.0, "max_grad_norm": 0.05, "steps": 10, "learning_rate": 5.0}
+    many = train_dp_sgd_many(model, X, y, seeds=[2, 3], **kwargs)
+    for seed, stacked in zip([2, 3], many, strict=True):
+        single = train_dp_sgd(model, X, y, seed=seed, **kwargs)
+        assert torch.allclose(_flat(stacked), _flat(single), atol=1e-5, rtol=0)
+        assert torch.equal(stacked.get_parameter(frozen), model.get_parameter(frozen))
+        assert not stacked.get_parameter(frozen).requires_grad
+
+
 def test_stacked_noise_is_sigma_c_per_copy_and_independent_across_copies():
     # As in test_noise_is_sigma_c_on_the_summed_gradient: C = 1e-6 makes the clipped gradient
     # negligible, so one step of size 1 moves every parameter of copy k by -N(0, (σC)²) drawn
@@ -177,6 +195,7 @@ def test_what_can_be_stacked():
     assert not stackable(nn.Sequential(nn.Linear(4, 3), nn.Dropout(), nn.Linear(3, 2)))
     assert not stackable(nn.Sequential(nn.Linear(4, 3), nn.PReLU(), nn.Linear(3, 2)))
     assert not stackable(nn.Sequential(nn.Tanh()))
+    assert not stackable(nn.Sequential(nn.Linear(4, 3), nn.ReLU(inplace=True), nn.Linear(3, 2)))
     assert not stackable(nn.Sequential(nn.Flatten(start_dim=2), nn.Linear(4, 2)), input_ndim=3)
     layer = nn.Linear(3, 3)
     assert not stackable(nn.Sequential(layer, nn.Tanh(), layer))  # a layer used twice
@@ -228,8 +247,13 @@ def test_train_dp_sgd_many_rejects_bad_input(data):
         train_dp_sgd_many(make_model("lr", 64, 10), X, y, seeds=[], noise_multiplier=1.0)
     with pytest.raises(ValueError, match="seed"):
         train_dp_sgd_many(make_model("lr", 64, 10), X, y, seeds=[-1], noise_multiplier=1.0)
-    with pytest.raises(ValueError, match="seeds must be a sequence"):
-        train_dp_sgd_many(make_model("lr", 64, 10), X, y, seeds=7, noise_multiplier=1.0)
+    for seeds in (7, np.array(5), np.zeros((2, 2), dtype=int), "12"):
+        with pytest.raises(ValueError, match="seeds must be a 1-D sequence"):
+            train_dp_sgd_many(make_model("lr", 64, 10), X, y, seeds=seeds, noise_multiplier=1.0)
+    a, b = train_dp_sgd_many(
+        make_model("lr", 64, 10), X, y, seeds=np.array([4, 5]), noise_multiplier=1.0, steps=2
+    )
+    assert not torch.equal(_flat(a), _flat(b))
     with pytest.raises(ValueError, match="noise_multiplier"):
         train_dp_sgd_many(make_model("lr", 64, 10), X, y, seeds=[1], noise_multiplier=-1.0)
 
@@ -255,6 +279,8 @@ def test_score_many_equals_one_call_per_seed(data):
         assert single.score_many(include, seeds) == [single(include, s) for s in seeds]
     with pytest.raises(ValueError, match="stack_runs=4 is not possible"):
         _run(data, stack_runs=4, sample_rate=0.5)
+    with pytest.raises(ValueError, match="seeds must be a 1-D sequence"):
+        stacked.score_many(True, 5)
 
 
 class _GroupScore:
@@ -353,6 +379,19 @@ def test_stacked_audit_is_identical_for_any_n_jobs_and_after_interruption(tmp_pa
     resumed = DPSGDAuditor(store=store, **options).auditor().collect()
     np.testing.assert_array_equal(resumed[0], one[0])
     np.testing.assert_array_equal(resumed[1], one[1])
+
+
+def test_stacking_needs_a_checked_opacus_release(data, monkeypatch):
+    import opacus
+
+    monkeypatch.setattr(opacus, "__version__", "9.0.0")
+    lr = make_model("lr", 64, 10)
+    assert resolve_stack_runs("auto", lr, n_rows=900, input_ndim=2, sample_rate=1.0) == 1
+    with pytest.raises(ValueError, match="checked against Opacus"):
+        resolve_stack_runs(4, lr, n_rows=900, input_ndim=2, sample_rate=1.0)
+    X, y = data
+    with pytest.raises(ValueError, match="checked against Opacus"):
+        train_dp_sgd_many(lr, X, y, seeds=[1], noise_multiplier=1.0)
 
 
 def test_impossible_stack_runs_fails_before_pretraining(monkeypatch):

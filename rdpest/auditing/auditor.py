@@ -262,8 +262,10 @@ class Auditor:
         missing = 2 * self.n_runs - sum(
             (arm, i) in finished for i in range(self.n_runs) for arm in (0, 1)
         )
-        if finished:
-            logger.info("resuming: %d runs already finished, %d to go", len(finished), missing)
+        if missing < 2 * self.n_runs:
+            logger.info(
+                "resuming: %d runs already finished, %d to go", 2 * self.n_runs - missing, missing
+            )
         bar = tqdm(
             total=2 * self.n_runs,
             initial=2 * self.n_runs - missing,
@@ -292,8 +294,10 @@ class Auditor:
 
         With ``runs_per_call`` B > 1, group j of an arm is always the runs j·B, ..., j·B + B - 1,
         whatever ``n_jobs`` is and whatever finished before, and a group with a missing run is
-        trained whole: every score is then the same as in an uninterrupted audit, bit for bit
-        (scores already stored are kept).
+        trained whole: every score is then what an uninterrupted audit with the same group size
+        gives, bit for bit (scores already stored are kept). A different group size (another
+        ``stack_runs``, or a GPU instead of the CPU for ``DPSGDRun``) may change scores by float
+        rounding only.
         """
         group = runs_per_call(self.score_fn)
         tasks = []

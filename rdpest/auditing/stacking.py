@@ -54,10 +54,12 @@ __all__ = [
     "ELEMENTWISE_ACTIVATIONS",
     "MAX_STACK",
     "MAX_STACK_CUDA",
+    "TESTED_OPACUS",
     "PerRunNoiseOptimizer",
     "StackedGradSampleModule",
     "StackedLinear",
     "auto_stack_size",
+    "opacus_supports_stacking",
     "stack_model",
     "stackable",
     "unstack_model",
@@ -124,13 +126,15 @@ class StackedLinear(nn.Module):
         self.copies = int(copies)
         self.in_features = layer.in_features
         self.out_features = layer.out_features
-        weight = layer.weight.detach()
-        self.weight = nn.Parameter(weight.unsqueeze(0).repeat(self.copies, 1, 1).clone())
+        # A frozen weight stays frozen: Opacus then leaves it out of the norms, the noise and the
+        # step, as in a single run.
+        weight = layer.weight.detach().unsqueeze(0).repeat(self.copies, 1, 1).clone()
+        self.weight = nn.Parameter(weight, requires_grad=layer.weight.requires_grad)
         if layer.bias is None:
             self.register_parameter("bias", None)
         else:
-            bias = layer.bias.detach()
-            self.bias = nn.Parameter(bias.unsqueeze(0).repeat(self.copies, 1).clone())
+            bias = layer.bias.detach().unsqueeze(0).repeat(self.copies, 1).clone()
+            self.bias = nn.Parameter(bias, requires_grad=layer.bias.requires_grad)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim != 2 or x.shape[0] % self.copies:
@@ -229,9 +233,9 @@ class StackedGradSampleModule(GradSampleModuleFastGradientClipping):
 def stackable(net: nn.Module, input_ndim: int = 2) -> bool:
     """Whether ``net`` can be trained stacked: see the module docstring.
 
-    An ``nn.Sequential`` of ``nn.Linear`` layers and :data:`ELEMENTWISE_ACTIVATIONS`, optionally
-    led by a default ``nn.Flatten``, with no module or parameter used twice; inputs with more than
-    two dimensions need the leading ``nn.Flatten``.
+    An ``nn.Sequential`` of ``nn.Linear`` layers and :data:`ELEMENTWISE_ACTIVATIONS` (not in
+    place), optionally led by a default ``nn.Flatten``, with no module or parameter used twice;
+    inputs with more than two dimensions need the leading ``nn.Flatten``.
 
     Examples
     --------
@@ -256,7 +260,23 @@ def stackable(net: nn.Module, input_ndim: int = 2) -> bool:
         return False
     if not any(type(m) is nn.Linear for m in children):
         return False
-    return all(type(m) is nn.Linear or type(m) in ELEMENTWISE_ACTIVATIONS for m in children)
+    return all(
+        type(m) is nn.Linear
+        or (type(m) in ELEMENTWISE_ACTIVATIONS and not getattr(m, "inplace", False))
+        for m in children
+    )
+
+
+# The two specialised methods mirror Opacus's own ``add_noise`` and ``get_norm_sample`` of these
+# releases (and use their private helpers); "auto" does not stack under any other release.
+TESTED_OPACUS = ("1.5", "1.6")
+
+
+def opacus_supports_stacking() -> bool:
+    """Whether the installed Opacus is a release the stacked training was checked against."""
+    import opacus
+
+    return ".".join(opacus.__version__.split(".")[:2]) in TESTED_OPACUS
 
 
 def auto_stack_size(
@@ -267,7 +287,7 @@ def auto_stack_size(
     :data:`MAX_STACK` on the CPU and :data:`MAX_STACK_CUDA` on a GPU, fewer when the stacked
     inputs and layer outputs of ``n_rows`` examples would exceed about 256 MB of float32.
     """
-    if not stackable(net, input_ndim):
+    if not stackable(net, input_ndim) or not opacus_supports_stacking():
         return 1
     largest = MAX_STACK_CUDA if torch.device(device).type == "cuda" else MAX_STACK
     linears = [m for m in net if type(m) is nn.Linear]

@@ -49,9 +49,11 @@ from ..critics import resolve_device
 from .data import load_arrays
 from .models import make_model
 from .stacking import (
+    TESTED_OPACUS,
     PerRunNoiseOptimizer,
     StackedGradSampleModule,
     auto_stack_size,
+    opacus_supports_stacking,
     stack_model,
     stackable,
     unstack_model,
@@ -94,6 +96,20 @@ def _check_seed(seed) -> int:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     return int(seed)
+
+
+def _check_seeds(seeds) -> list[int]:
+    """A non-empty 1-D sequence of seeds, as a list of ints."""
+    if (
+        isinstance(seeds, str | bytes)
+        or not isinstance(seeds, Sequence | np.ndarray)
+        or np.ndim(seeds) != 1
+    ):
+        raise ValueError(f"seeds must be a 1-D sequence of integers, got {seeds!r}")
+    seeds = [_check_seed(s.item() if isinstance(s, np.generic) else s) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds is empty: give at least one seed")
+    return seeds
 
 
 def _check_sample_rate(sample_rate) -> float:
@@ -722,20 +738,18 @@ noise_scale_bug
     steps = _check_int(steps, "steps", 1)
     learning_rate = _check_float(learning_rate, "learning_rate", allow_equal=False)
     noise_scale_bug = _check_float(noise_scale_bug, "noise_scale_bug")
-    if isinstance(seeds, str | bytes) or not isinstance(seeds, Sequence | np.ndarray):
-        raise ValueError(f"seeds must be a sequence of integers, got {seeds!r}")
-    seeds = [_check_seed(s) for s in seeds]
-    if not seeds:
-        raise ValueError("seeds is empty: give at least one seed")
+    seeds = _check_seeds(seeds)
     dev = resolve_device(device)
     X_t, y_t = _as_tensors(X, y, dev)
     net = copy.deepcopy(_unwrap(model)).to(dev)
     if not stackable(net, X_t.ndim):
         raise ValueError(
-            "train_dp_sgd_many trains an nn.Sequential of nn.Linear layers and elementwise "
-            "activations (led by nn.Flatten for inputs with more than 2 dimensions); use "
-            f"train_dp_sgd for {type(net).__name__} models"
+            "this model cannot be trained stacked: train_dp_sgd_many needs an nn.Sequential of "
+            "nn.Linear layers and elementwise activations, not in place (led by nn.Flatten for "
+            "inputs with more than 2 dimensions); train it with train_dp_sgd"
         )
+    if not opacus_supports_stacking():
+        raise ValueError(_opacus_version_message())
     if expected_batch_size is None:
         expected_batch_size = float(len(y_t))
     expected_batch_size = _check_float(
@@ -821,6 +835,15 @@ def canary_loss(model: nn.Module, x, y) -> float:
     return float(torch.nn.functional.cross_entropy(logits, torch.tensor([int(y)], device=device)))
 
 
+def _opacus_version_message() -> str:
+    import opacus
+
+    return (
+        f"stacked training was checked against Opacus {' and '.join(TESTED_OPACUS)}, not the "
+        f"installed {opacus.__version__}"
+    )
+
+
 def resolve_stack_runs(
     stack_runs,
     template: nn.Module,
@@ -864,6 +887,8 @@ def resolve_stack_runs(
             reasons.append(
                 "it needs an nn.Sequential of nn.Linear layers and elementwise activations"
             )
+        if not opacus_supports_stacking():
+            reasons.append(_opacus_version_message())
         if reasons:
             raise ValueError(f"stack_runs={stack} is not possible: " + "; ".join(reasons))
     return stack
@@ -1071,7 +1096,7 @@ class DPSGDRun:
         """
         if not isinstance(include_canary, bool | np.bool_):
             raise ValueError(f"include_canary must be a bool, got {include_canary!r}")
-        seeds = [_check_seed(s) for s in seeds]
+        seeds = _check_seeds(seeds)
         if self.runs_per_call == 1:
             return [self(include_canary, s) for s in seeds]
         threads = torch.get_num_threads()
