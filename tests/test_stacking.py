@@ -394,6 +394,31 @@ def test_stacking_needs_a_checked_opacus_release(data, monkeypatch):
         train_dp_sgd_many(lr, X, y, seeds=[1], noise_multiplier=1.0)
 
 
+def test_stacked_audit_on_a_dask_local_cluster_gives_identical_results():
+    import distributed  # the dev extra installs it: a missing install must fail, not skip
+    from joblib import parallel_config
+
+    options = {
+        "noise_multiplier": 1.0,
+        "epochs": 3,
+        "n_runs": 10,
+        "stack_runs": 4,
+        "progress": False,
+        "estimators": {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=5)},
+    }
+    expected = DPSGDAuditor(n_jobs=1, **options).auditor().collect()
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster),
+        parallel_config(backend="dask"),
+    ):
+        got = DPSGDAuditor(n_jobs=2, **options).auditor().collect()
+    np.testing.assert_array_equal(expected[0], got[0])
+    np.testing.assert_array_equal(expected[1], got[1])
+
+
 def test_impossible_stack_runs_fails_before_pretraining(monkeypatch):
     def no_training(*args, **kw):
         raise AssertionError("training started before validation finished")
