@@ -43,6 +43,36 @@ STEPS = 100
 CUDA_CASES = ((1, 16), ("auto", 128), (16, 128), (128, 256), (256, 512))
 
 
+def _throughput_auditor(model, n_runs: int, n_jobs: int, device: str, stack_runs):
+    """The audit whose training runs a throughput measurement times."""
+    return DPSGDAuditor(
+        noise_multiplier=1.0,
+        epochs=STEPS,
+        n_runs=n_runs,
+        model=model,
+        n_jobs=n_jobs,
+        device=device,
+        progress=device == "cpu",
+        random_state=1,
+        stack_runs=stack_runs,
+    ).auditor()
+
+
+def _throughput_row(audit, model, stack_runs, n_jobs: int, seconds: float) -> dict:
+    row = {
+        "model": model,
+        "stack_runs": stack_runs,
+        "runs_per_call": audit.score_fn.runs_per_call,
+        "n_jobs": n_jobs,
+        "steps": STEPS,
+        "models": 2 * audit.n_runs,
+        "seconds": seconds,
+        "models_per_second": 2 * audit.n_runs / seconds,
+    }
+    print(row, flush=True)
+    return row
+
+
 def throughput() -> list[dict]:
     """Models per second of the audit's training, stacked ("auto") and one model at a time (1)."""
     rows = []
@@ -55,17 +85,7 @@ def throughput() -> list[dict]:
     )
     for model, n_runs, stack_runs in cases:
         for n_jobs in (1, 2):
-            audit = DPSGDAuditor(
-                noise_multiplier=1.0,
-                epochs=STEPS,
-                n_runs=n_runs,
-                model=model,
-                n_jobs=n_jobs,
-                device="cpu",
-                progress=True,
-                random_state=1,
-                stack_runs=stack_runs,
-            ).auditor()
+            audit = _throughput_auditor(model, n_runs, n_jobs, "cpu", stack_runs)
             if n_jobs > 1:  # start the worker pool first: its start-up is not training
                 audit.n_runs = 16
                 audit.collect()
@@ -73,19 +93,7 @@ def throughput() -> list[dict]:
             start = time.perf_counter()
             audit.collect()
             seconds = time.perf_counter() - start
-            rows.append(
-                {
-                    "model": model,
-                    "stack_runs": stack_runs,
-                    "runs_per_call": audit.score_fn.runs_per_call,
-                    "n_jobs": n_jobs,
-                    "steps": STEPS,
-                    "models": 2 * n_runs,
-                    "seconds": seconds,
-                    "models_per_second": 2 * n_runs / seconds,
-                }
-            )
-            print(rows[-1], flush=True)
+            rows.append(_throughput_row(audit, model, stack_runs, n_jobs, seconds))
     lines = [
         "| model | stack_runs (models per stack) | n_jobs | steps | models | seconds | models/s |",
         "|---|---|---|---|---|---|---|",
@@ -112,35 +120,14 @@ def throughput_cuda() -> list[dict]:
     rows = []
     cases = [(model, stack, n) for model in ("lr", "mlp") for stack, n in CUDA_CASES]
     for model, stack_runs, n_runs in [*cases, ("cnn", "auto", 8)]:
-        audit = DPSGDAuditor(
-            noise_multiplier=1.0,
-            epochs=STEPS,
-            n_runs=n_runs,
-            model=model,
-            device="cuda",
-            progress=False,
-            random_state=1,
-            stack_runs=stack_runs,
-        ).auditor()
+        audit = _throughput_auditor(model, n_runs, 1, "cuda", stack_runs)
         audit.score_fn.score_many(False, [1, 2])  # warm-up: CUDA context and kernels
         torch.cuda.synchronize()
         start = time.perf_counter()
         audit.collect()
         torch.cuda.synchronize()
         seconds = time.perf_counter() - start
-        rows.append(
-            {
-                "model": model,
-                "stack_runs": stack_runs,
-                "runs_per_call": audit.score_fn.runs_per_call,
-                "n_jobs": 1,
-                "steps": STEPS,
-                "models": 2 * n_runs,
-                "seconds": seconds,
-                "models_per_second": 2 * n_runs / seconds,
-            }
-        )
-        print(rows[-1], flush=True)
+        rows.append(_throughput_row(audit, model, stack_runs, 1, seconds))
     device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     atomic_write_text(
         OUT / "throughput_cuda.json", json.dumps({"device": device, "rows": rows}, indent=2)

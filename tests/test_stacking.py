@@ -355,15 +355,19 @@ def test_auditor_rejects_a_bad_group_protocol():
     assert runs_per_call(lambda include, seed: 0.0) == 1
 
 
+# A small stacked DP-SGD audit (the auditor clones the estimator, so sharing it is safe).
+_STACKED_AUDIT = {
+    "noise_multiplier": 1.0,
+    "epochs": 3,
+    "n_runs": 10,
+    "stack_runs": 4,
+    "progress": False,
+    "estimators": {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=5)},
+}
+
+
 def test_stacked_audit_is_identical_for_any_n_jobs_and_after_interruption(tmp_path):
-    options = {
-        "noise_multiplier": 1.0,
-        "epochs": 3,
-        "n_runs": 10,
-        "stack_runs": 4,
-        "progress": False,
-        "estimators": {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=5)},
-    }
+    options = _STACKED_AUDIT
     one = DPSGDAuditor(n_jobs=1, **options).auditor().collect()
     two = DPSGDAuditor(n_jobs=2, **options).auditor().collect()
     np.testing.assert_array_equal(one[0], two[0])
@@ -398,14 +402,7 @@ def test_stacked_audit_on_a_dask_local_cluster_gives_identical_results():
     import distributed  # the dev extra installs it: a missing install must fail, not skip
     from joblib import parallel_config
 
-    options = {
-        "noise_multiplier": 1.0,
-        "epochs": 3,
-        "n_runs": 10,
-        "stack_runs": 4,
-        "progress": False,
-        "estimators": {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=5)},
-    }
+    options = _STACKED_AUDIT
     expected = DPSGDAuditor(n_jobs=1, **options).auditor().collect()
     with (
         distributed.LocalCluster(
