@@ -33,8 +33,8 @@ import sys
 import time
 from pathlib import Path
 
-from rdpest._io import atomic_write_text
 from rdpest.auditing import DPSGDAuditor
+from rdpest.utils.io import atomic_write_text
 
 OUT = Path(__file__).resolve().parent / "results" / "auditing"
 MUS = {"0.5": 0.5, "1": 1.0, "sqrt2": math.sqrt(2.0), "2": 2.0, "sqrt10": math.sqrt(10.0)}
@@ -253,7 +253,7 @@ def protocol(n_runs: int, n_jobs: int) -> list[dict]:
 
 def _gaussian_fit_divergence(P, Q, alpha: float) -> float:
     """max of D_α in both directions between normal distributions fitted to P and Q."""
-    from rdpest.divergences import gaussian_renyi_divergence
+    from rdpest.stats.divergences import gaussian_renyi_divergence
 
     p, q = (P.mean(), P.std(ddof=1)), (Q.mean(), Q.std(ddof=1))
     return float(

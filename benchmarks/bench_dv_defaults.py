@@ -20,8 +20,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
-from rdpest._io import atomic_write_text
 from rdpest.datasets import make_renyi_pair
+from rdpest.utils.io import atomic_write_text
 
 OUT = Path(__file__).resolve().parent / "results" / "dv_defaults"
 REPETITIONS = 10

@@ -1,4 +1,4 @@
-"""Known-divergence benchmark of rdpest's four estimators (see rdpest/benchmark.py).
+"""Known-divergence benchmark of rdpest's four estimators (the harness is benchmarks/harness.py).
 
 Usage::
 
@@ -18,8 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rdpest import benchmark
-from rdpest._io import atomic_write_text
+import harness
+
+from rdpest.utils.io import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results" / "estimators"
 
@@ -64,7 +65,7 @@ def main(argv=None) -> int:
         )
         print(json.dumps(result, indent=2))
         return 0
-    print(benchmark.main(args.out, quick=args.quick, repetitions=args.repetitions))
+    print(harness.main(args.out, quick=args.quick, repetitions=args.repetitions))
     return 0
 
 

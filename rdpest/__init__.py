@@ -6,9 +6,12 @@ neural critic, Markov and Hoeffding confidence bounds, and a Bernoulli TPR/FPR b
 """
 
 from rdpest._version import __version__
-from rdpest.bernoulli import BernoulliTPRFPRBaseline
-from rdpest.concentration import HoeffdingRenyiBound, MarkovRenyiBound
-from rdpest.dv import DVRenyiEstimator
+from rdpest.estimators import (
+    BernoulliTPRFPRBaseline,
+    DVRenyiEstimator,
+    HoeffdingRenyiBound,
+    MarkovRenyiBound,
+)
 
 __all__ = [
     "BernoulliTPRFPRBaseline",

@@ -2,7 +2,7 @@
 
 Each *family* is a one-parameter pair (P, Q) whose free parameter is solved so that D_α(P‖Q)
 equals a requested value (``divergence = 0`` gives P = Q). :func:`make_renyi_pair` draws samples
-X ~ P and Y ~ Q together with the true divergence, recomputed from :mod:`rdpest.divergences` for
+X ~ P and Y ~ Q together with the true divergence, recomputed from :mod:`rdpest.stats.divergences` for
 the solved parameters; :func:`log_likelihood_ratio` gives the exact privacy loss log p/q that the
 Markov and Hoeffding bounds of Kim, Varshney & Alabi (2026, Thm 3.1, Thms B.2–B.3) take as input.
 
@@ -34,13 +34,13 @@ from collections.abc import Callable
 import numpy as np
 from scipy import optimize
 
-from rdpest._checks import check_alpha, check_positive, check_probability, check_real
-from rdpest.divergences import (
+from rdpest.stats.divergences import (
     gaussian_renyi_divergence,
     laplace_renyi_divergence,
     multivariate_gaussian_renyi_divergence,
     subsampled_gaussian_renyi_divergence,
 )
+from rdpest.utils.validation import check_alpha, check_positive, check_probability, check_real
 
 __all__ = ["FAMILIES", "family_parameters", "log_likelihood_ratio", "make_renyi_pair"]
 
@@ -270,7 +270,7 @@ _SOLVERS: dict[str, Callable[..., dict]] = {
 
 
 def _true_divergence(family: str, alpha: float, solved: dict) -> float:
-    """D_α(P‖Q) recomputed from the solved parameters with rdpest.divergences."""
+    """D_α(P‖Q) recomputed from the solved parameters with rdpest.stats.divergences."""
     if family == "gaussian_shift":
         return gaussian_renyi_divergence(alpha, solved["mean"], 1.0, 0.0, 1.0)
     if family == "gaussian_scale":

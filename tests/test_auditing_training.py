@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from rdpest.auditing.canaries import make_canary
-from rdpest.auditing.data import load_arrays, load_digits_data, load_npz, split_pretrain
-from rdpest.auditing.models import make_model
-from rdpest.auditing.training import DPSGDRun, canary_loss, pretrain, train_dp_sgd
+from rdpest.auditing.dpsgd.canaries import make_canary
+from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, load_npz, split_pretrain
+from rdpest.auditing.dpsgd.models import make_model
+from rdpest.auditing.dpsgd.training import DPSGDRun, canary_loss, pretrain, train_dp_sgd
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
 
@@ -284,7 +284,7 @@ def test_expanded_weights_ghost_clipping_and_hooks_agree(small_audit, name):
 
 
 def test_auto_mode_picks_ghost_for_linear_models_and_ew_for_convolutions():
-    from rdpest.auditing.training import _choose_grad_sample_mode
+    from rdpest.auditing.dpsgd.training import _choose_grad_sample_mode
 
     assert _choose_grad_sample_mode("auto", make_model("lr", 64, 10), True) == "ghost"
     assert _choose_grad_sample_mode("auto", make_model("mlp", 64, 10), True) == "ghost"

@@ -1,4 +1,4 @@
-"""Tests of rdpest.bernoulli: the threshold-test (TPR/FPR) baseline and its GDP conversion."""
+"""Tests of rdpest.estimators.threshold: the threshold-test (TPR/FPR) baseline and its GDP conversion."""
 
 import math
 import pickle
@@ -9,9 +9,9 @@ from scipy import optimize, stats
 from sklearn.base import clone
 from stat_helpers import assert_coverage
 
-from rdpest.bernoulli import BernoulliTPRFPRBaseline, gdp_from_rates
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
-from rdpest.divergences import bernoulli_renyi_divergence
+from rdpest.estimators.threshold import BernoulliTPRFPRBaseline, gdp_from_rates
+from rdpest.stats.divergences import bernoulli_renyi_divergence
 
 BETA = 0.05
 
@@ -91,7 +91,7 @@ def test_direct_coverage_slow(threshold, family, divergence, alpha):
 @pytest.mark.parametrize("direction", ["reverse", "max"])
 def test_direct_coverage_directions_slow(threshold, direction):
     # |x| separates N(0, s²) from N(0, 1); the pair is asymmetric, so the two truths differ.
-    from rdpest.divergences import gaussian_renyi_divergence
+    from rdpest.stats.divergences import gaussian_renyi_divergence
 
     alpha, divergence = 2.0, 0.3
     std = family_parameters("gaussian_scale", alpha, divergence)["std"]
@@ -127,7 +127,7 @@ def test_bonferroni_levels_cover_every_threshold():
     # "true TPR < Clopper–Pearson lower bound" must have probability <= n·level. Uniform scores:
     # G(t) = 1 − t, and the worst threshold for count k sits just below the (n−k+1)-th order
     # statistic, where G is Beta(k, n−k+1) distributed (exact for continuous laws).
-    from rdpest.certificates import cp_lower
+    from rdpest.stats.certificates import cp_lower
 
     n, level, repetitions = 20, BETA / 20, 4000
     rng = np.random.default_rng(0)

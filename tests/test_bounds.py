@@ -1,4 +1,4 @@
-"""Tests of rdpest.bounds: validity (coverage) of every confidence bound, tightness, bad input."""
+"""Tests of rdpest.stats.bounds: validity (coverage) of every confidence bound, tightness, bad input."""
 
 import math
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from stat_helpers import assert_coverage
 
-from rdpest import bounds
+from rdpest.stats import bounds
 
 BETA = 0.05
 # (sampler, true mean, support) — Bernoulli(1/2) is the worst case for Hoeffding, Bernoulli(0.02)

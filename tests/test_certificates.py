@@ -1,4 +1,4 @@
-"""Tests of rdpest.certificates: the bracket, its certificate, window choice, coverage."""
+"""Tests of rdpest.stats.certificates: the bracket, its certificate, window choice, coverage."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from stat_helpers import assert_coverage
 
-from rdpest.certificates import (
+from rdpest.stats.certificates import (
     CONFIDENCE_REGIONS,
     certified_dv_bracket,
     certified_threshold_bound,
@@ -16,7 +16,7 @@ from rdpest.certificates import (
     select_threshold,
     select_window,
 )
-from rdpest.divergences import bernoulli_renyi_divergence
+from rdpest.stats.divergences import bernoulli_renyi_divergence
 
 
 def test_bracket_equals_divergence_at_the_true_log_ratio():

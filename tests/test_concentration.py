@@ -1,4 +1,4 @@
-"""Tests of rdpest.concentration: Markov and Hoeffding bounds from the privacy loss."""
+"""Tests of rdpest.estimators.privacy_loss: Markov and Hoeffding bounds from the privacy loss."""
 
 import math
 import pickle
@@ -9,10 +9,10 @@ from scipy import stats
 from sklearn.base import clone
 from stat_helpers import COVERAGE_PVALUE, assert_coverage
 
-from rdpest.bernoulli import BernoulliTPRFPRBaseline
-from rdpest.concentration import HoeffdingRenyiBound, MarkovRenyiBound
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
-from rdpest.divergences import bernoulli_renyi_divergence, gaussian_renyi_divergence
+from rdpest.estimators.privacy_loss import HoeffdingRenyiBound, MarkovRenyiBound
+from rdpest.estimators.threshold import BernoulliTPRFPRBaseline
+from rdpest.stats.divergences import bernoulli_renyi_divergence, gaussian_renyi_divergence
 
 BETA = 0.05
 
@@ -422,7 +422,7 @@ def test_estimator_log_ratio_is_used_but_not_certified():
 
 
 def test_dv_estimator_as_log_ratio():
-    from rdpest.dv import DVRenyiEstimator
+    from rdpest.estimators.dv import DVRenyiEstimator
 
     _, sample = _pair("gaussian_shift", 2.0, 1.0)
     X, Y, _ = sample(400, 0)

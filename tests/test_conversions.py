@@ -1,4 +1,4 @@
-"""Tests of rdpest.conversions: reference values, round trips, stability, Opacus, bad input."""
+"""Tests of rdpest.stats.conversions: reference values, round trips, stability, Opacus, bad input."""
 
 import doctest
 import itertools
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from rdpest import conversions as conv
+from rdpest.stats import conversions as conv
 
 # Hypothesis settings for the scipy-only functions: each example costs well under a millisecond.
 FAST = settings(max_examples=100, deadline=None)

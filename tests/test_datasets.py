@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from rdpest import datasets
-from rdpest import divergences as dv
+from rdpest.stats import divergences as dv
 
 ONE_D_FAMILIES = [f for f in datasets.FAMILIES if f != "multivariate_gaussian"]
 
@@ -17,7 +17,7 @@ TARGETS = [(1.25, 0.0), (1.01, 1e-4), (1.25, 0.6), (2.0, 1e-3), (2.0, 2.0), (8.0
 
 
 def _independent_truth(family, alpha, params):
-    """D_α(P‖Q) from the solved parameters, recomputed here from rdpest.divergences."""
+    """D_α(P‖Q) from the solved parameters, recomputed here from rdpest.stats.divergences."""
     if family == "gaussian_shift":
         return dv.gaussian_renyi_divergence(alpha, params["mean"], 1.0, 0.0, 1.0)
     if family == "gaussian_scale":

@@ -1,4 +1,4 @@
-"""Tests of rdpest.divergences: closed forms against quadrature, edge cases, Opacus, bad input."""
+"""Tests of rdpest.stats.divergences: closed forms against quadrature, edge cases, Opacus, bad input."""
 
 import itertools
 import math
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from opacus.accountants.analysis.rdp import compute_rdp
 from scipy import integrate, special
 
-from rdpest import divergences as dv
+from rdpest.stats import divergences as dv
 
 ALPHAS = [1.01, 1.25, 2.0, 8.0]
 # Closed forms and quadrature are both accurate to ~1e-12; the required agreement is 1e-6.

@@ -1,4 +1,4 @@
-"""Stacked DP-SGD runs (rdpest.auditing.stacking): each copy must be exactly one DP-SGD run.
+"""Stacked DP-SGD runs (rdpest.auditing.dpsgd.stacking): each copy must be exactly one DP-SGD run.
 
 The claim tested: run k of ``train_dp_sgd_many(seeds=...)`` follows the trajectory of
 ``train_dp_sgd(seed=seeds[k])`` (plain Opacus, one model) with clipping that binds and noise on,
@@ -20,11 +20,11 @@ from rdpest import DVRenyiEstimator
 from rdpest.auditing import Auditor
 from rdpest.auditing import dpsgd as dpsgd_module
 from rdpest.auditing.auditor import runs_per_call
-from rdpest.auditing.canaries import make_canary
-from rdpest.auditing.data import load_digits_data, split_pretrain
 from rdpest.auditing.dpsgd import DPSGDAuditor
-from rdpest.auditing.models import make_model
-from rdpest.auditing.stacking import (
+from rdpest.auditing.dpsgd.canaries import make_canary
+from rdpest.auditing.dpsgd.data import load_digits_data, split_pretrain
+from rdpest.auditing.dpsgd.models import make_model
+from rdpest.auditing.dpsgd.stacking import (
     MAX_STACK,
     MAX_STACK_CUDA,
     StackedLinear,
@@ -33,7 +33,7 @@ from rdpest.auditing.stacking import (
     stackable,
     unstack_model,
 )
-from rdpest.auditing.training import (
+from rdpest.auditing.dpsgd.training import (
     DPSGDRun,
     resolve_stack_runs,
     train_dp_sgd,

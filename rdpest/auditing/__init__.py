@@ -3,10 +3,13 @@
 Kim, Varshney & Alabi (2026), Algorithm 3 and Sec. 4: train many times with and without a canary,
 record the canary's score, estimate D_α between the two score distributions, and compare a
 certified lower bound with the claimed ε_α.
+
+The generic part (:class:`Auditor`, :class:`AuditResult`, :class:`RunStore`, the synthetic
+mechanisms) imports no Opacus; :class:`DPSGDAuditor` lives in :mod:`rdpest.auditing.dpsgd`, the
+only package that does, and is imported from there on first use.
 """
 
 from rdpest.auditing.auditor import Auditor, default_estimators, run_seed
-from rdpest.auditing.dpsgd import DPSGDAuditor
 from rdpest.auditing.result import AuditResult
 from rdpest.auditing.store import RunStore
 from rdpest.auditing.synthetic import GaussianMechanismScore
@@ -20,3 +23,16 @@ __all__ = [
     "default_estimators",
     "run_seed",
 ]
+
+
+def __getattr__(name: str):
+    # Opacus (and the DP-SGD machinery) load only when DPSGDAuditor is asked for.
+    if name == "DPSGDAuditor":
+        from rdpest.auditing.dpsgd import DPSGDAuditor
+
+        return DPSGDAuditor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

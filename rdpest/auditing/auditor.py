@@ -27,9 +27,9 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from rdpest._checks import check_alpha, check_beta, check_real
 from rdpest.auditing.result import AuditResult
 from rdpest.auditing.store import RunStore
+from rdpest.utils.validation import check_alpha, check_beta, check_real
 
 __all__ = ["Auditor", "default_estimators", "run_seed", "runs_per_call"]
 
@@ -138,7 +138,7 @@ class Auditor:
         Must be picklable for ``n_jobs != 1``. It may also train several runs at once: with a
         method ``score_many(include_canary, seeds)`` returning one score per seed and an integer
         attribute ``runs_per_call`` = B, the auditor hands it fixed groups of B runs (see
-        :func:`runs_per_call`; :class:`~rdpest.auditing.training.DPSGDRun` stacks small models
+        :func:`runs_per_call`; :class:`~rdpest.auditing.dpsgd.training.DPSGDRun` stacks small models
         this way).
     claimed_epsilon : float
         The ε_α the pipeline claims at order ``alpha``.

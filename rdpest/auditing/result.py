@@ -73,7 +73,7 @@ class AuditResult:
         }
         text = json.dumps(payload, indent=2, default=_jsonable)
         if path is not None:
-            from rdpest._io import atomic_write_text
+            from rdpest.utils.io import atomic_write_text
 
             atomic_write_text(Path(path), text)
         return text

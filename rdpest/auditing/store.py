@@ -20,7 +20,7 @@ import math
 import os
 from pathlib import Path
 
-from rdpest._io import atomic_write_text
+from rdpest.utils.io import atomic_write_text
 
 __all__ = ["RunStore", "atomic_write_text"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rdpest._checks import check_alpha, check_positive
-from rdpest.conversions import rdp_of_gaussian_mechanism
+from rdpest.stats.conversions import rdp_of_gaussian_mechanism
+from rdpest.utils.validation import check_alpha, check_positive
 
 __all__ = ["GaussianMechanismScore"]
 

@@ -11,7 +11,7 @@ E_P[e^{(α−1)g}] = E_Q[(p/q)·e^{(α−1)g}].) The bracket is unchanged when a
 A certificate clips g to a window [lo, hi] chosen WITHOUT the certifying data, so that
 A = e^{(α−1)(g−hi)} ∈ [e^{−(α−1)w}, 1] and B = e^{α(g−hi)} ∈ [e^{−αw}, 1] with w = hi − lo
 are bounded; a (1 − β/2) lower confidence bound on E_P[A] and a (1 − β/2) upper one on E_Q[B]
-(rdpest.bounds) then give a bound that holds with probability at least 1 − β (union bound).
+(rdpest.stats.bounds) then give a bound that holds with probability at least 1 − β (union bound).
 Clipping is a fixed function of g, so the clipped critic is again a bounded critic and the bracket
 inequality applies.
 
@@ -33,8 +33,7 @@ import numpy as np
 from scipy import optimize, stats
 from scipy.special import logsumexp
 
-from rdpest._checks import check_alpha, check_beta, check_finite_array
-from rdpest.bounds import (
+from rdpest.stats.bounds import (
     MEAN_BOUND_METHODS,
     clopper_pearson_lower_bound,
     clopper_pearson_upper_bound,
@@ -43,7 +42,8 @@ from rdpest.bounds import (
     mean_upper_bound,
     mean_upper_bounds,
 )
-from rdpest.divergences import bernoulli_renyi_divergence
+from rdpest.stats.divergences import bernoulli_renyi_divergence
+from rdpest.utils.validation import check_alpha, check_beta, check_finite_array
 
 __all__ = [
     "CERTIFICATE_KINDS",
@@ -346,7 +346,7 @@ SIDES = ("upper", "lower")
 
 
 def cp_lower(k: np.ndarray, n: int, level: float) -> np.ndarray:
-    """Vectorised Clopper–Pearson lower bounds (rdpest.bounds.clopper_pearson_lower_bound)."""
+    """Vectorised Clopper–Pearson lower bounds (rdpest.stats.bounds.clopper_pearson_lower_bound)."""
     k = np.asarray(k)
     out = np.zeros(k.shape)
     pos = k > 0
@@ -355,7 +355,7 @@ def cp_lower(k: np.ndarray, n: int, level: float) -> np.ndarray:
 
 
 def cp_upper(k: np.ndarray, n: int, level: float) -> np.ndarray:
-    """Vectorised Clopper–Pearson upper bounds (rdpest.bounds.clopper_pearson_upper_bound)."""
+    """Vectorised Clopper–Pearson upper bounds (rdpest.stats.bounds.clopper_pearson_upper_bound)."""
     k = np.asarray(k)
     out = np.ones(k.shape)
     below = k < n
@@ -488,7 +488,7 @@ def certified_threshold_bound(
 
     The test says P when s > t (side "upper") or s <= t ("lower"); by post-processing its
     Bernoulli outputs have D_α <= D_α(P‖Q) (Kim, Varshney & Alabi 2026, Table 13; see
-    rdpest.bernoulli). The bound is the least such divergence over a (1 − β) confidence region
+    rdpest.estimators.threshold). The bound is the least such divergence over a (1 − β) confidence region
     for (TPR, FPR) from the exact binomial tests: ``region="joint"`` (default, one region from
     the product of the two p-values, :func:`joint_level`) or ``"bonferroni"`` (Clopper–Pearson
     limits at β/2 each, the paper's baseline).

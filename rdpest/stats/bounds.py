@@ -29,7 +29,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from rdpest._checks import check_beta, check_finite_array, check_real
+from rdpest.utils.validation import check_beta, check_finite_array, check_real
 
 __all__ = [
     "MEAN_BOUND_METHODS",
@@ -242,7 +242,7 @@ def mean_lower_bounds(
     Each entry ``i`` is a (1 - ``levels[i]``) lower bound, and the bounds come from a single
     p-value function of the candidate mean, so they are nested (a smaller level gives a smaller
     bound). That is what a joint confidence region built from these bounds needs
-    (:func:`rdpest.certificates.joint_level`): one valid p-value per mean, not a separately tuned
+    (:func:`rdpest.stats.certificates.joint_level`): one valid p-value per mean, not a separately tuned
     bound per level. Hoeffding's and the empirical Bernstein bounds are nested as they stand. The
     betting bound is made nested by fixing its bets, tuned for ``design_level``, whatever level is
     asked: the p-value of a candidate mean m is then 1 / max_t K_t(m) (Ville's inequality holds for

@@ -16,7 +16,7 @@ gives one on D_α:
 Both bounds are certificates only when L is the TRUE privacy loss (``log_ratio`` a callable).
 With an estimated L̂ the identity above fails: E_Q[e^{αL̂}] is not e^{(α−1)D_α}; it may be larger,
 so the "bound" may exceed D_α (``certified_`` is then False). For a certified bound from an
-estimated ratio use the variational bracket (:func:`rdpest.certificates.certify_critic`), which is
+estimated ratio use the variational bracket (:func:`rdpest.stats.certificates.certify_critic`), which is
 valid for any fixed critic.
 
 The callable's input: ``log_ratio`` receives the samples as the (n, d) float array that
@@ -34,8 +34,8 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from rdpest._base import DirectionResult, RenyiEstimatorBase
-from rdpest.bounds import hoeffding_lower_bound, mean_upper_bound
+from rdpest.estimators.base import DirectionResult, RenyiEstimatorBase
+from rdpest.stats.bounds import hoeffding_lower_bound, mean_upper_bound
 
 __all__ = ["HoeffdingRenyiBound", "MarkovRenyiBound"]
 
@@ -299,7 +299,7 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from rdpest.concentration import MarkovRenyiBound
+    >>> from rdpest.estimators.privacy_loss import MarkovRenyiBound
     >>> rng = np.random.default_rng(0)
     >>> X, Y = rng.normal(2.0, 1.0, 2000), rng.normal(0.0, 1.0, 2000)  # D_2 = 2·2²/2 = 4
     >>> est = MarkovRenyiBound(alpha=2.0, log_ratio=lambda x: 2.0 * x - 2.0).fit(X, Y)
@@ -460,7 +460,7 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
     Examples
     --------
     >>> import numpy as np
-    >>> from rdpest.concentration import HoeffdingRenyiBound
+    >>> from rdpest.estimators.privacy_loss import HoeffdingRenyiBound
     >>> rng = np.random.default_rng(0)
     >>> X, Y = rng.laplace(0.5, 1.0, 5000), rng.laplace(0.0, 1.0, 5000)  # 0.5-DP Laplace pair
     >>> L = lambda x: np.abs(x) - np.abs(x - 0.5)

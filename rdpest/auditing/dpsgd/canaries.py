@@ -137,7 +137,7 @@ def make_canary(
     >>> x.shape, c
     ((4,), 2)
     """
-    from .data import load_arrays
+    from rdpest.auditing.dpsgd.data import load_arrays
 
     X, y = load_arrays(X, y)
     n_classes = int(y.max()) + 1

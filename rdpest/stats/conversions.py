@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize, special
 
-from rdpest._checks import (
+from rdpest.utils.validation import (
     check_alpha,
     check_beta,
     check_finite_array,
@@ -76,7 +76,7 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
 
 
 # --------------------------------------------------------------------------------------------
-# Argument checks specific to this module (the generic ones live in rdpest._checks)
+# Argument checks specific to this module (the generic ones live in rdpest.utils.validation)
 # --------------------------------------------------------------------------------------------
 
 

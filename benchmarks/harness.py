@@ -32,12 +32,12 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from rdpest._io import atomic_write_text
-from rdpest.bernoulli import BernoulliTPRFPRBaseline
-from rdpest.certificates import certify_critic
-from rdpest.concentration import HoeffdingRenyiBound, MarkovRenyiBound
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
-from rdpest.dv import DVRenyiEstimator
+from rdpest.estimators.dv import DVRenyiEstimator
+from rdpest.estimators.privacy_loss import HoeffdingRenyiBound, MarkovRenyiBound
+from rdpest.estimators.threshold import BernoulliTPRFPRBaseline
+from rdpest.stats.certificates import certify_critic
+from rdpest.utils.io import atomic_write_text
 
 __all__ = ["ESTIMATORS", "grid", "main", "run_cell", "write_tables"]
 

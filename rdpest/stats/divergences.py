@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import integrate
 
-from rdpest._checks import (
+from rdpest.utils.validation import (
     check_alpha,
     check_finite_array,
     check_positive,

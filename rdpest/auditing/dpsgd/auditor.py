@@ -17,15 +17,15 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from rdpest._checks import check_alpha, check_positive
 from rdpest.auditing.auditor import Auditor
-from rdpest.auditing.canaries import make_canary
-from rdpest.auditing.data import load_arrays, load_digits_data, split_pretrain
-from rdpest.auditing.models import make_model
+from rdpest.auditing.dpsgd.canaries import make_canary
+from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, split_pretrain
+from rdpest.auditing.dpsgd.models import make_model
+from rdpest.auditing.dpsgd.training import DPSGDRun, pretrain, resolve_stack_runs
 from rdpest.auditing.result import AuditResult
-from rdpest.auditing.training import DPSGDRun, pretrain, resolve_stack_runs
-from rdpest.conversions import dpsgd_epsilon_alpha, noise_multiplier_for_epsilon_alpha
-from rdpest.critics import resolve_device
+from rdpest.stats.conversions import dpsgd_epsilon_alpha, noise_multiplier_for_epsilon_alpha
+from rdpest.utils.torch_helpers import resolve_device
+from rdpest.utils.validation import check_alpha, check_positive
 
 __all__ = ["DPSGDAuditor"]
 
@@ -54,7 +54,7 @@ class DPSGDAuditor:
     canary_label : int, optional
         Label of the canary (default: the class the initial model finds least likely for the
         canary's input, which maximises the canary's gradient norm; see
-        :mod:`rdpest.auditing.canaries`).
+        :mod:`rdpest.auditing.dpsgd.canaries`).
     data : tuple (X, y), optional
         Data to audit on; default scikit-learn's digits (ships with scikit-learn).
     pretrain : bool, default=True
@@ -64,7 +64,7 @@ class DPSGDAuditor:
     pretrain_epochs : int, default=50
     max_grad_norm : float, default=1.0
     learning_rate : float, default=1.0
-        Step on the mean noisy clipped gradient (see ``rdpest.auditing.training``).
+        Step on the mean noisy clipped gradient (see ``rdpest.auditing.dpsgd.training``).
     sample_rate : float, default=1.0
         Poisson sampling rate (1: full batch).
     beta : float, default=0.05
@@ -82,7 +82,7 @@ class DPSGDAuditor:
         keeps σ. Never set it outside tests and demonstrations.
     stack_runs : int or "auto", default="auto"
         Runs trained together as one stacked network (see
-        :class:`~rdpest.auditing.training.DPSGDRun`): ``"auto"`` stacks up to 16 full-batch runs of
+        :class:`~rdpest.auditing.dpsgd.training.DPSGDRun`): ``"auto"`` stacks up to 16 full-batch runs of
         the ``"lr"`` and ``"mlp"`` models (64 on a GPU; about 3× the models per second for logistic
         regression on the CPU) and trains other models one at a time; 1 never stacks. Each run
         equals the unstacked run with its seed up to float rounding, so this is not part of the

@@ -10,9 +10,9 @@ necessary on finite samples):
    bracket with the MINE moving-average gradient correction (``objective="dv"``, the paper's
    recipe). Early stopping on a validation part of the training split keeps the best epoch.
 3. On the training part only, the certificate is chosen: a clipping window for the bracket, or a
-   threshold test on the critic, whichever would certify more (rdpest.certificates).
+   threshold test on the critic, whichever would certify more (rdpest.stats.certificates).
 4. With g fixed, the certifying part gives the point estimate (the plug-in bracket) and a
-   (1 − β) lower confidence bound (confidence bounds of rdpest.bounds, betting by default).
+   (1 − β) lower confidence bound (confidence bounds of rdpest.stats.bounds, betting by default).
 """
 
 from __future__ import annotations
@@ -27,15 +27,16 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from rdpest._base import DirectionResult, RenyiEstimatorBase
-from rdpest.bounds import MEAN_BOUND_METHODS
-from rdpest.certificates import (
+from rdpest.estimators.base import DirectionResult, RenyiEstimatorBase
+from rdpest.estimators.critics import ACTIVATIONS, BoundedMLP
+from rdpest.stats.bounds import MEAN_BOUND_METHODS
+from rdpest.stats.certificates import (
     CERTIFICATE_KINDS,
     CONFIDENCE_REGIONS,
     certify_critic,
     dv_bracket,
 )
-from rdpest.critics import ACTIVATIONS, BoundedMLP, resolve_device
+from rdpest.utils.torch_helpers import resolve_device
 
 __all__ = ["DVRenyiEstimator"]
 
@@ -78,14 +79,14 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     test_fraction : float, default=0.5
         Part of each sample that certifies (never seen by training or window choice).
     confidence : {"betting", "bernstein", "hoeffding"}, default="betting"
-        Confidence bound for the two exponential moments (rdpest.bounds).
+        Confidence bound for the two exponential moments (rdpest.stats.bounds).
     certificate : {"auto", "bracket", "threshold"}, default="auto"
         How the fixed critic is certified: the clipped variational bracket, a threshold test on
         the critic (Clopper–Pearson rates), or whichever gave the larger bound on the training
         split (chosen without the certifying data, so the bound keeps its full level).
     confidence_region : {"joint", "bonferroni"}, default="joint"
         How the two samples' confidence statements combine: one joint (1 − beta) region from
-        the product of their p-values (rdpest.certificates.joint_level), or a (1 − beta/2)
+        the product of their p-values (rdpest.stats.certificates.joint_level), or a (1 − beta/2)
         bound on each.
     cross_fit : bool, default=False
         Also train on the certifying part and certify on the training part; the better of the two
@@ -130,7 +131,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
 
     See Also
     --------
-    rdpest.certificates.certify_critic : the certificate, usable with any fixed critic.
+    rdpest.stats.certificates.certify_critic : the certificate, usable with any fixed critic.
 
     References
     ----------
@@ -506,7 +507,7 @@ def _split(A: np.ndarray, n_second: int, rng: np.random.Generator):
 def _split_at(A: np.ndarray, second: np.ndarray):
     """(rows not in ``second``, rows ``second`` in the order of ``second``).
 
-    The certifying part is visited in sequence by the betting bounds (rdpest.bounds), so it is
+    The certifying part is visited in sequence by the betting bounds (rdpest.stats.bounds), so it is
     taken in the random order of ``second``, not in the caller's order.
     """
     mask = np.zeros(len(A), dtype=bool)

@@ -29,7 +29,7 @@ Two Opacus classes are specialised for this, each by one method, on the instance
 ``make_private`` returns (nothing global changes): the optimizer's noise (3) and, for speed only,
 the module's sum of per-row norms (:class:`StackedGradSampleModule`).
 
-So each copy follows the trajectory of :func:`rdpest.auditing.training.train_dp_sgd` with its
+So each copy follows the trajectory of :func:`rdpest.auditing.dpsgd.training.train_dp_sgd` with its
 seed, up to float rounding (tested with binding clipping and noise).
 """
 
@@ -183,7 +183,7 @@ class PerRunNoiseOptimizer(DPOptimizerFastGradientClipping):
     N(0, σ²C²) from ``run_generators[k]`` through Opacus's own ``_generate_noise``, parameter by
     parameter, which is the order and shape in which a single run with that generator draws. An
     instance is made by re-classing the optimizer that ``PrivacyEngine.make_private`` returns
-    (:func:`rdpest.auditing.training` does this), after setting ``run_generators``.
+    (:func:`rdpest.auditing.dpsgd.training` does this), after setting ``run_generators``.
     """
 
     run_generators: list[torch.Generator]

@@ -34,10 +34,10 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from rdpest._base import DirectionResult, RenyiEstimatorBase
-from rdpest._checks import check_alpha, check_beta, check_probability
-from rdpest.bounds import clopper_pearson_lower_bound, clopper_pearson_upper_bound
-from rdpest.certificates import (
+from rdpest.estimators.base import DirectionResult, RenyiEstimatorBase
+from rdpest.estimators.privacy_loss import _call_on_samples
+from rdpest.stats.bounds import clopper_pearson_lower_bound, clopper_pearson_upper_bound
+from rdpest.stats.certificates import (
     SIDES,
     bernoulli_divergences,
     counts_above,
@@ -46,9 +46,9 @@ from rdpest.certificates import (
     cut_points,
     positives,
 )
-from rdpest.concentration import _call_on_samples
-from rdpest.conversions import gdp_mu, gdp_to_rdp
-from rdpest.divergences import bernoulli_renyi_divergence
+from rdpest.stats.conversions import gdp_mu, gdp_to_rdp
+from rdpest.stats.divergences import bernoulli_renyi_divergence
+from rdpest.utils.validation import check_alpha, check_beta, check_probability
 
 __all__ = ["BernoulliTPRFPRBaseline", "GDPFromRates", "gdp_from_rates"]
 
@@ -66,8 +66,8 @@ def gdp_from_rates(tpr: float, fpr: float, alpha: float, delta: float) -> GDPFro
 
     The conversion of Annamalai & De Cristofaro (NeurIPS 2024): an (ε, δ)-DP mechanism has
     TPR <= e^ε FPR + δ for every test, so ε >= log((TPR − δ)/FPR); μ is the GDP parameter whose
-    privacy profile passes through (ε, δ) (:func:`rdpest.conversions.gdp_mu`) and μ-GDP implies
-    (α, αμ²/2)-RDP (:func:`rdpest.conversions.gdp_to_rdp`). When TPR − δ <= FPR the rates show
+    privacy profile passes through (ε, δ) (:func:`rdpest.stats.conversions.gdp_mu`) and μ-GDP implies
+    (α, αμ²/2)-RDP (:func:`rdpest.stats.conversions.gdp_to_rdp`). When TPR − δ <= FPR the rates show
     nothing: ε = μ = ε_α = 0.
 
     Parameters
@@ -200,7 +200,7 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         True for ``conversion="direct"``, False for ``"gdp"``.
     epsilon_, mu_ : float
         The ε (at ``delta``) and μ-GDP implied by TPR_lo and FPR_hi
-        (:func:`rdpest.bernoulli.gdp_from_rates`), for either conversion; with
+        (:func:`rdpest.estimators.threshold.gdp_from_rates`), for either conversion; with
         ``direction="max"`` those of the direction with the larger lower bound. Informative only:
         they assume a Gaussian trade-off curve.
     threshold_ : float
@@ -228,7 +228,7 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
     Examples
     --------
     >>> import numpy as np
-    >>> from rdpest.bernoulli import BernoulliTPRFPRBaseline
+    >>> from rdpest.estimators.threshold import BernoulliTPRFPRBaseline
     >>> rng = np.random.default_rng(0)
     >>> X, Y = rng.normal(1.0, 1.0, 2000), rng.normal(0.0, 1.0, 2000)  # D_2 = 1
     >>> est = BernoulliTPRFPRBaseline(alpha=2.0, random_state=0).fit(X, Y)

@@ -45,10 +45,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..critics import resolve_device
-from .data import load_arrays
-from .models import make_model
-from .stacking import (
+from rdpest.auditing.dpsgd.data import load_arrays
+from rdpest.auditing.dpsgd.models import make_model
+from rdpest.auditing.dpsgd.stacking import (
     TESTED_OPACUS,
     PerRunNoiseOptimizer,
     StackedGradSampleModule,
@@ -58,6 +57,7 @@ from .stacking import (
     stackable,
     unstack_model,
 )
+from rdpest.utils.torch_helpers import forked_rng, resolve_device, stream_seeds
 
 __all__ = [
     "GRAD_SAMPLE_MODES",
@@ -138,28 +138,6 @@ def _module_device(model: nn.Module) -> torch.device:
         return torch.device("cpu")
 
 
-def _stream_seeds(seed: int, n: int) -> list[int]:
-    """``n`` independent 63-bit seeds derived from ``seed`` (for separate torch generators)."""
-    state = np.random.SeedSequence(seed).generate_state(n, dtype=np.uint64)
-    return [int(s >> np.uint64(1)) for s in state]
-
-
-@contextmanager
-def _forked_rng(seed: int, device: torch.device) -> Iterator[None]:
-    """Run a block with torch's global generator(s) forked and seeded (caller's state restored)."""
-    devices = []
-    if device.type == "cuda":
-        devices = [device.index if device.index is not None else torch.cuda.current_device()]
-    with torch.random.fork_rng(devices=devices, device_type="cuda"):
-        # Seed only the forked generators: torch.manual_seed would also reseed every CUDA device,
-        # whose state fork_rng does not restore when the run is on the CPU.
-        torch.default_generator.manual_seed(seed)
-        if devices:
-            with torch.cuda.device(devices[0]):
-                torch.cuda.manual_seed(seed)
-        yield
-
-
 # Layers whose per-sample gradients PyTorch's ExpandedWeights computes (torch.nn.utils.
 # _expanded_weights), which Opacus uses with grad_sample_mode="ew".
 _EW_LAYERS = (
@@ -192,7 +170,7 @@ def _calls_each_layer_once(net: nn.Module) -> bool:
     calls each child once) or this package's ``SmallCNN``, with no module or parameter appearing
     twice. Anything else (a user's own ``forward``) trains with Opacus's general hooks.
     """
-    from .models import SmallCNN
+    from rdpest.auditing.dpsgd.models import SmallCNN
 
     modules = [m for _, m in net.named_modules(remove_duplicate=False)]
     params = [p for _, p in net.named_parameters(remove_duplicate=False)]
@@ -290,7 +268,7 @@ def pretrain(
 
     Examples
     --------
-    >>> from rdpest.auditing.models import make_model
+    >>> from rdpest.auditing.dpsgd.models import make_model
     >>> X = np.random.default_rng(0).random((40, 4), dtype=np.float32)
     >>> y = (X[:, 0] > 0.5).astype(np.int64)
     >>> theta0 = pretrain(make_model("lr", 4, 2), X, y, epochs=5, seed=0)
@@ -310,7 +288,7 @@ def pretrain(
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(net.parameters(), lr=learning_rate, momentum=0.9)
     rng = np.random.default_rng(seed)
-    with _forked_rng(_stream_seeds(seed, 1)[0], dev):
+    with forked_rng(stream_seeds(seed, 1)[0], dev):
         for _ in range(epochs):
             order = torch.from_numpy(rng.permutation(n)).to(dev)
             for start in range(0, n, batch_size):
@@ -430,7 +408,7 @@ def _train_dp_sgd_tensors(
     """DP-SGD on ``net`` (modified in place and returned), data already tensors on ``device``."""
     from opacus.data_loader import DPDataLoader
 
-    noise_seed, sampling_seed = _stream_seeds(seed, 2)
+    noise_seed, sampling_seed = stream_seeds(seed, 2)
     noise_generator = torch.Generator(device=device)
     noise_generator.manual_seed(noise_seed)
     full_batch = sample_rate >= 1.0
@@ -482,7 +460,7 @@ def _train_stacked_tensors(
 ) -> list[nn.Module]:
     """Full-batch DP-SGD runs of ``template``, one per seed, trained as one stacked network.
 
-    See :mod:`rdpest.auditing.stacking`: copy k is the run with ``seeds[k]`` (its noise comes
+    See :mod:`rdpest.auditing.dpsgd.stacking`: copy k is the run with ``seeds[k]`` (its noise comes
     from the same generator, in the same order, as in :func:`_train_dp_sgd_tensors`).
     """
     from opacus.grad_sample import GradSampleModuleFastGradientClipping
@@ -495,7 +473,7 @@ def _train_stacked_tensors(
     generators = []
     for seed in seeds:
         generator = torch.Generator(device=device)
-        generator.manual_seed(_stream_seeds(seed, 2)[0])  # a single run's noise stream
+        generator.manual_seed(stream_seeds(seed, 2)[0])  # a single run's noise stream
         generators.append(generator)
     dataset = _BatchedTensors(X_rows, y_rows)
     loader = torch.utils.data.DataLoader(dataset, batch_size=len(dataset), collate_fn=_identity)
@@ -623,7 +601,7 @@ def train_dp_sgd(
 
     Examples
     --------
-    >>> from rdpest.auditing.models import make_model
+    >>> from rdpest.auditing.dpsgd.models import make_model
     >>> X = np.random.default_rng(0).random((30, 4), dtype=np.float32)
     >>> y = (X[:, 0] > 0.5).astype(np.int64)
     >>> _ = torch.manual_seed(0)
@@ -658,7 +636,7 @@ def train_dp_sgd(
             noise_multiplier,
         )
     net = copy.deepcopy(_unwrap(model)).to(dev)
-    with _forked_rng(seed, dev):
+    with forked_rng(seed, dev):
         return _train_dp_sgd_tensors(
             net,
             X_t,
@@ -693,7 +671,7 @@ def train_dp_sgd_many(
 
     Run k equals ``train_dp_sgd(model, X, y, seed=seeds[k], sample_rate=1, ...)`` up to float
     rounding, but the runs are trained together as one stacked network through one Opacus
-    ``PrivacyEngine`` with ghost clipping (:mod:`rdpest.auditing.stacking` says why each copy is
+    ``PrivacyEngine`` with ghost clipping (:mod:`rdpest.auditing.dpsgd.stacking` says why each copy is
     exactly one DP-SGD run), which saves Opacus's per-step overhead: for logistic regression on
     the digits (one thread, 100 steps), about 55 ms per model in stacks of 16 against 200 ms one
     at a time.
@@ -702,7 +680,7 @@ def train_dp_sgd_many(
     ----------
     model : torch.nn.Module
         θ₀ in an ``nn.Sequential`` of ``nn.Linear`` layers and elementwise activations (see
-        :func:`rdpest.auditing.stacking.stackable`); copied, never modified.
+        :func:`rdpest.auditing.dpsgd.stacking.stackable`); copied, never modified.
     X, y : array-like or torch.Tensor
         The training set.
     seeds : sequence of int >= 0
@@ -723,7 +701,7 @@ noise_scale_bug
 
     Examples
     --------
-    >>> from rdpest.auditing.models import make_model
+    >>> from rdpest.auditing.dpsgd.models import make_model
     >>> X = np.random.default_rng(0).random((30, 4), dtype=np.float32)
     >>> y = (X[:, 0] > 0.5).astype(np.int64)
     >>> _ = torch.manual_seed(0)
@@ -764,7 +742,7 @@ noise_scale_bug
             noise_multiplier * noise_scale_bug,
             noise_multiplier,
         )
-    with _forked_rng(seeds[0], dev):
+    with forked_rng(seeds[0], dev):
         return _train_stacked_tensors(
             net,
             X_t,
@@ -857,13 +835,13 @@ def resolve_stack_runs(
 ) -> int:
     """How many runs to train together for ``stack_runs`` (see :class:`DPSGDRun`).
 
-    ``"auto"``: :func:`rdpest.auditing.stacking.auto_stack_size` on ``device`` for full-batch
+    ``"auto"``: :func:`rdpest.auditing.dpsgd.stacking.auto_stack_size` on ``device`` for full-batch
     training with ghost clipping allowed, else 1. An integer above 1 that cannot be honoured raises
     ``ValueError`` saying why.
 
     Examples
     --------
-    >>> from rdpest.auditing.models import make_model
+    >>> from rdpest.auditing.dpsgd.models import make_model
     >>> resolve_stack_runs("auto", make_model("lr", 64, 10), n_rows=900, input_ndim=2,
     ...                    sample_rate=1.0)
     16
@@ -907,11 +885,11 @@ class DPSGDRun:
     Parameters
     ----------
     model : {"lr", "cnn"} or callable
-        Passed to :func:`rdpest.auditing.models.make_model`.
+        Passed to :func:`rdpest.auditing.dpsgd.models.make_model`.
     X, y : array-like
         The audited training data (WITHOUT the canary).
     canary : tuple (x, label)
-        The canary, e.g. from :func:`rdpest.auditing.canaries.make_canary`.
+        The canary, e.g. from :func:`rdpest.auditing.dpsgd.canaries.make_canary`.
     initial_state : mapping of str to tensor or array, optional
         θ₀ (e.g. from :func:`pretrain`), shared by all runs. ``None`` uses the model's default
         initialisation under seed 0 (the same for every run).
@@ -927,8 +905,8 @@ class DPSGDRun:
     stack_runs : int >= 1 or "auto", default "auto"
         How many runs :meth:`score_many` trains together as one stacked network
         (:func:`train_dp_sgd_many`; each run still equals the single run with its seed, up to float
-        rounding). ``"auto"``: up to :data:`rdpest.auditing.stacking.MAX_STACK` (16; on a GPU
-        :data:`rdpest.auditing.stacking.MAX_STACK_CUDA`, 64) for full-batch training of an
+        rounding). ``"auto"``: up to :data:`rdpest.auditing.dpsgd.stacking.MAX_STACK` (16; on a GPU
+        :data:`rdpest.auditing.dpsgd.stacking.MAX_STACK_CUDA`, 64) for full-batch training of an
         ``nn.Sequential`` of linear layers and elementwise activations (the ``"lr"`` and ``"mlp"``
         models) with ``grad_sample_mode`` ``"auto"`` or ``"ghost"``, else 1. A number above 1 for a
         model or setting that cannot be stacked is an error. The resolved number is
@@ -1070,7 +1048,7 @@ class DPSGDRun:
             dev = cache["device"]
             X, y = cache["data"][bool(include_canary)]
             net = copy.deepcopy(cache["template"])
-            with _forked_rng(seed, dev):
+            with forked_rng(seed, dev):
                 trained = _train_dp_sgd_tensors(
                     net,
                     X,
@@ -1109,7 +1087,7 @@ class DPSGDRun:
             scores = []
             for start in range(0, len(seeds), self.runs_per_call):
                 chunk = seeds[start : start + self.runs_per_call]
-                with _forked_rng(chunk[0], dev):
+                with forked_rng(chunk[0], dev):
                     trained = _train_stacked_tensors(
                         cache["template"],
                         X,

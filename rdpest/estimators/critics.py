@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["ACTIVATIONS", "BoundedMLP", "resolve_device"]
+__all__ = ["ACTIVATIONS", "BoundedMLP"]
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU}
 
@@ -54,27 +54,3 @@ class BoundedMLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.net((x - self.input_mean) / self.input_scale).squeeze(-1)
         return self.output_bound * torch.tanh(h / self.output_bound)
-
-
-def resolve_device(device: str) -> torch.device:
-    """Turn ``"auto" | "cpu" | "cuda" | "cuda:N"`` into a torch device, or raise ValueError.
-
-    Examples
-    --------
-    >>> resolve_device("cpu")
-    device(type='cpu')
-    """
-    if not isinstance(device, str):
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}")
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cpu":
-        return torch.device("cpu")
-    if device == "cuda" or device.startswith("cuda:"):
-        if not torch.cuda.is_available():
-            raise ValueError(
-                f"device={device!r} was requested but CUDA is not available on this machine; "
-                "use device='auto' or 'cpu'"
-            )
-        return torch.device(device)
-    raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")

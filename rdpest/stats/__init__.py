@@ -1,0 +1,9 @@
+"""Pure statistics, no state: confidence bounds, certificates, exact divergences, conversions.
+
+- :mod:`rdpest.stats.bounds`: concentration inequalities for a mean (Hoeffding, empirical
+  Bernstein, betting), Clopper–Pearson limits and Markov's bound.
+- :mod:`rdpest.stats.certificates`: certified lower bounds on D_α for a fixed critic (the
+  variational bracket) or a fixed threshold test.
+- :mod:`rdpest.stats.divergences`: exact Rényi divergences of the benchmark families.
+- :mod:`rdpest.stats.conversions`: RDP, (ε, δ)-DP and μ-GDP conversions and DP-SGD's ε_α.
+"""
