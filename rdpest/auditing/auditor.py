@@ -29,9 +29,10 @@ from tqdm.auto import tqdm
 
 from rdpest.auditing.result import AuditResult
 from rdpest.auditing.store import RunStore
+from rdpest.estimators.base import RenyiEstimatorBase
 from rdpest.utils.validation import check_alpha, check_beta, check_real
 
-__all__ = ["Auditor", "default_estimators", "run_seed", "runs_per_call"]
+__all__ = ["Auditor", "check_audit_settings", "default_estimators", "run_seed", "runs_per_call"]
 
 logger = logging.getLogger(__name__)
 
@@ -128,6 +129,49 @@ def runs_per_call(score_fn) -> int:
     return int(group)
 
 
+def check_audit_settings(
+    *, claimed_epsilon, alpha, beta, n_runs, estimators, n_jobs, random_state
+) -> dict:
+    """Validate an audit's settings (everything but the score function); return its estimators.
+
+    :class:`Auditor` runs it before any training, and so does
+    :class:`~rdpest.auditing.dpsgd.DPSGDAuditor` before pretraining. ``estimators=None`` gives
+    :func:`default_estimators`. Each estimator must be at the audit's order and have room for its
+    splits in ``n_runs`` runs per arm (its public ``min_samples_per_side()``).
+    """
+    claimed = check_real(claimed_epsilon, "claimed_epsilon")
+    if claimed < 0:
+        raise ValueError(f"claimed_epsilon must be >= 0, got {claimed}")
+    check_alpha(alpha)
+    check_beta(beta)
+    for value, name in ((n_runs, "n_runs"), (random_state, "random_state")):
+        if isinstance(value, bool) or not isinstance(value, Integral):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    if random_state < 0:
+        raise ValueError(f"random_state must be >= 0, got {random_state}")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a nonzero integer, got {n_jobs!r}")
+    if estimators is None:
+        estimators = default_estimators(alpha, int(random_state))
+    if not isinstance(estimators, dict) or not estimators:
+        raise ValueError("estimators must be a non-empty dict of name -> rdpest estimator")
+    for name, est in estimators.items():
+        if not isinstance(est, RenyiEstimatorBase):
+            raise ValueError(f"estimator {name!r} is not an rdpest estimator: {est!r}")
+        if est.alpha != alpha:
+            raise ValueError(
+                f"estimator {name!r} has alpha={est.alpha}, but the audit's alpha is "
+                f"{alpha}: the bound must be at the claim's order"
+            )
+        needed = est.min_samples_per_side()
+        if n_runs < needed:
+            raise ValueError(
+                f"n_runs={n_runs} is too small: estimator {name!r} needs at least "
+                f"{needed} runs per arm for its splits"
+            )
+    return estimators
+
+
 class Auditor:
     """Audit a black-box training pipeline's Rényi DP claim.
 
@@ -203,44 +247,15 @@ class Auditor:
         if not callable(self.score_fn):
             raise ValueError(f"score_fn must be callable, got {self.score_fn!r}")
         runs_per_call(self.score_fn)
-        claimed = check_real(self.claimed_epsilon, "claimed_epsilon")
-        if claimed < 0:
-            raise ValueError(f"claimed_epsilon must be >= 0, got {claimed}")
-        check_alpha(self.alpha)
-        check_beta(self.beta)
-        for value, name in ((self.n_runs, "n_runs"), (self.random_state, "random_state")):
-            if isinstance(value, bool) or not isinstance(value, Integral):
-                raise ValueError(f"{name} must be an integer, got {value!r}")
-        if self.random_state < 0:
-            raise ValueError(f"random_state must be >= 0, got {self.random_state}")
-        if (
-            isinstance(self.n_jobs, bool)
-            or not isinstance(self.n_jobs, Integral)
-            or self.n_jobs == 0
-        ):
-            raise ValueError(f"n_jobs must be a nonzero integer, got {self.n_jobs!r}")
-        estimators = (
-            default_estimators(self.alpha, int(self.random_state))
-            if self.estimators is None
-            else self.estimators
+        return check_audit_settings(
+            claimed_epsilon=self.claimed_epsilon,
+            alpha=self.alpha,
+            beta=self.beta,
+            n_runs=self.n_runs,
+            estimators=self.estimators,
+            n_jobs=self.n_jobs,
+            random_state=self.random_state,
         )
-        if not isinstance(estimators, dict) or not estimators:
-            raise ValueError("estimators must be a non-empty dict of name -> rdpest estimator")
-        for name, est in estimators.items():
-            if not hasattr(est, "fit") or not hasattr(est, "_min_samples"):
-                raise ValueError(f"estimator {name!r} is not an rdpest estimator: {est!r}")
-            if getattr(est, "alpha", self.alpha) != self.alpha:
-                raise ValueError(
-                    f"estimator {name!r} has alpha={est.alpha}, but the audit's alpha is "
-                    f"{self.alpha}: the bound must be at the claim's order"
-                )
-            needed = est._min_samples()
-            if self.n_runs < needed:
-                raise ValueError(
-                    f"n_runs={self.n_runs} is too small: estimator {name!r} needs at least "
-                    f"{needed} runs per arm for its splits"
-                )
-        return estimators
 
     def _fingerprint(self) -> dict:
         if self.config is not None:
@@ -323,7 +338,7 @@ class Auditor:
         """Fit the estimators to given samples (O, O′) and give the verdict."""
         estimators = estimators if estimators is not None else self._validate()
         claimed = float(self.claimed_epsilon)
-        certified_names = [n for n, e in estimators.items() if _will_be_certified(e)]
+        certified_names = [n for n, e in estimators.items() if e.will_be_certified()]
         share = float(self.beta) / max(1, len(certified_names))
         estimates = {}
         for name, template in estimators.items():
@@ -352,8 +367,3 @@ class Auditor:
             result.to_json(f"{self.store}/result.json")
         return result
 
-
-def _will_be_certified(estimator) -> bool:
-    """Whether the estimator's bound will be certified with its current parameters."""
-    check = getattr(estimator, "_will_be_certified", None)
-    return bool(check()) if callable(check) else bool(getattr(estimator, "_certified", False))

@@ -25,6 +25,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from rdpest.utils.validation import seed_from_random_state
+
 __all__ = ["DirectionResult", "RenyiEstimatorBase"]
 
 DIRECTIONS = ("forward", "reverse", "max")
@@ -93,6 +95,22 @@ class RenyiEstimatorBase(BaseEstimator):
         The auditor uses it to share the level beta among the certified estimators only.
         """
         return bool(type(self)._certified)
+
+    # ------------------------------------------------------------------ public contract
+    def min_samples_per_side(self) -> int:
+        """Fewest samples each of the two samples needs with the current parameters.
+
+        ``fit`` refuses fewer with a ``ValueError``; an auditor sizes its runs with it.
+        """
+        return int(self._min_samples())
+
+    def will_be_certified(self) -> bool:
+        """Whether ``fit`` with the current parameters will give a certified bound.
+
+        Known before fitting (``certified_`` after fitting equals it), so an auditor can share
+        its level β among the certified estimators only.
+        """
+        return bool(self._will_be_certified())
 
     def _check_params(self) -> None:
         """Cross-parameter checks that constraints cannot express (override as needed)."""
@@ -174,7 +192,7 @@ class RenyiEstimatorBase(BaseEstimator):
         P, Q = self._validate_samples(X, Y, reset=True)
         self._start_fit()
         seed_forward, seed_reverse = np.random.default_rng(
-            _seed_of(getattr(self, "random_state", None))
+            seed_from_random_state(getattr(self, "random_state", None))
         ).integers(0, 2**31 - 1, size=2)
         beta = float(self.beta)
         self.directions_: dict[str, DirectionResult] = {}
@@ -217,15 +235,3 @@ class RenyiEstimatorBase(BaseEstimator):
         tags.target_tags.required = True
         return tags
 
-
-def _seed_of(random_state) -> int | None:
-    """An integer seed from ``None``, an int or a ``RandomState``/``Generator`` (drawn once)."""
-    if random_state is None or isinstance(random_state, Integral):
-        return None if random_state is None else int(random_state)
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**31 - 1))
-    raise ValueError(
-        f"random_state must be None, an int or a numpy generator, got {random_state!r}"
-    )

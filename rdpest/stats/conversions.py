@@ -43,6 +43,8 @@ from rdpest.utils.validation import (
     check_finite_array,
     check_positive,
     check_real,
+    check_sample_rate,
+    check_steps,
 )
 
 __all__ = [
@@ -78,24 +80,6 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
 # --------------------------------------------------------------------------------------------
 # Argument checks specific to this module (the generic ones live in rdpest.utils.validation)
 # --------------------------------------------------------------------------------------------
-
-
-def _check_steps(steps) -> int:
-    """Number of DP-SGD steps: an integer >= 1 (integral floats such as 5.0 are accepted)."""
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Real | np.generic):
-        raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
-    value = check_real(steps, "steps")
-    if not value.is_integer() or value < 1:
-        raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
-    return int(value)
-
-
-def _check_sample_rate(sample_rate) -> float:
-    """Poisson sampling rate of DP-SGD: in (0, 1]."""
-    q = check_real(sample_rate, "sample_rate")
-    if not 0.0 < q <= 1.0:
-        raise ValueError(f"sample_rate must lie in (0, 1], got {sample_rate!r}")
-    return q
 
 
 def _as_scalar_or_array(x):
@@ -524,8 +508,8 @@ def dpsgd_epsilon_alpha(
     0.0172
     """
     noise_multiplier = check_positive(noise_multiplier, "noise_multiplier")
-    sample_rate = _check_sample_rate(sample_rate)
-    steps = _check_steps(steps)
+    sample_rate = check_sample_rate(sample_rate)
+    steps = check_steps(steps)
     alpha = check_alpha(alpha)
     return _opacus_epsilon_alpha(noise_multiplier, sample_rate, steps, alpha)
 
@@ -563,8 +547,8 @@ def noise_multiplier_for_epsilon_alpha(
     1.0
     """
     epsilon_alpha = check_positive(epsilon_alpha, "epsilon_alpha")
-    sample_rate = _check_sample_rate(sample_rate)
-    steps = _check_steps(steps)
+    sample_rate = check_sample_rate(sample_rate)
+    steps = check_steps(steps)
     alpha = check_alpha(alpha)
     # At q = 1, T compositions of the Gaussian mechanism: ε_α = Tα/(2σ²) (Mironov 2017, Table II
     # and Prop. 1).
@@ -616,5 +600,5 @@ def gdp_mu_of_dpsgd(noise_multiplier: float, steps: int) -> float:
     2.0
     """
     noise_multiplier = check_positive(noise_multiplier, "noise_multiplier")
-    steps = _check_steps(steps)
+    steps = check_steps(steps)
     return math.sqrt(steps) / noise_multiplier

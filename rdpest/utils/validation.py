@@ -1,14 +1,18 @@
-"""Argument checks shared by the pure-maths modules and the estimators.
+"""The one home of rdpest's argument checks.
 
-Every public function of rdpest validates its scalar arguments with these helpers so that bad input
-fails early with a ``ValueError`` that names the argument, instead of a NaN or a crash deep in numpy
-or torch. This module imports nothing of rdpest (it is a leaf, like ``bounds`` and ``divergences``).
+Public functions and classes validate their arguments here, at the boundary, so that bad input
+fails early with a ``ValueError`` that names the argument instead of a NaN or a crash deep in
+numpy or torch; the private implementations they call trust what they are given. Estimator
+parameters are declared with scikit-learn's ``_parameter_constraints`` and checked in ``fit``;
+these helpers cover plain functions and the auditing classes. This module imports nothing of
+rdpest and no torch.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,9 +20,15 @@ __all__ = [
     "check_alpha",
     "check_beta",
     "check_finite_array",
+    "check_int",
     "check_positive",
     "check_probability",
     "check_real",
+    "check_sample_rate",
+    "check_seed",
+    "check_seeds",
+    "check_steps",
+    "seed_from_random_state",
 ]
 
 
@@ -80,3 +90,62 @@ def check_finite_array(x, name: str, *, ndim: int | None = 1, min_size: int = 1)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
+
+
+def check_int(value, name: str, minimum: int) -> int:
+    """An integer (not a bool) >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_steps(steps, name: str = "steps") -> int:
+    """A number of DP-SGD steps: an integer >= 1 (integral floats such as 5.0 are accepted)."""
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Real | np.generic):
+        raise ValueError(f"{name} must be an integer >= 1, got {steps!r}")
+    value = check_real(steps, name)
+    if not value.is_integer() or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {steps!r}")
+    return int(value)
+
+
+def check_sample_rate(sample_rate, name: str = "sample_rate") -> float:
+    """Poisson sampling rate of DP-SGD: in (0, 1] (1 is full batch)."""
+    q = check_real(sample_rate, name)
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"{name} must lie in (0, 1], got {sample_rate!r}")
+    return q
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """A non-negative integer seed."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def check_seeds(seeds, name: str = "seeds") -> list[int]:
+    """A non-empty 1-D sequence of seeds, as a list of ints."""
+    if (
+        isinstance(seeds, str | bytes)
+        or not isinstance(seeds, Sequence | np.ndarray)
+        or np.ndim(seeds) != 1
+    ):
+        raise ValueError(f"{name} must be a 1-D sequence of integers, got {seeds!r}")
+    seeds = [check_seed(s.item() if isinstance(s, np.generic) else s) for s in seeds]
+    if not seeds:
+        raise ValueError(f"{name} is empty: give at least one seed")
+    return seeds
+
+
+def seed_from_random_state(random_state) -> int | None:
+    """An integer seed from ``None``, an int or a ``RandomState``/``Generator`` (drawn once)."""
+    if random_state is None or isinstance(random_state, numbers.Integral):
+        return None if random_state is None else int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**31 - 1))
+    raise ValueError(
+        f"random_state must be None, an int or a numpy generator, got {random_state!r}"
+    )
