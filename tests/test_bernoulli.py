@@ -127,11 +127,11 @@ def test_bonferroni_levels_cover_every_threshold():
     # "true TPR < Clopper–Pearson lower bound" must have probability <= n·level. Uniform scores:
     # G(t) = 1 − t, and the worst threshold for count k sits just below the (n−k+1)-th order
     # statistic, where G is Beta(k, n−k+1) distributed (exact for continuous laws).
-    from rdpest.stats.certificates import cp_lower
+    from rdpest.stats.bounds import _clopper_pearson
 
     n, level, repetitions = 20, BETA / 20, 4000
     rng = np.random.default_rng(0)
-    lows = cp_lower(np.arange(n + 1), n, level)
+    lows = _clopper_pearson(np.arange(n + 1), n, level, "lower")
     failures = 0
     for _ in range(repetitions):
         u = np.sort(rng.random(n))

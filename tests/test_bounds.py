@@ -144,6 +144,34 @@ def test_clopper_pearson_matches_scipy_binomtest():
     assert bounds.clopper_pearson_upper_bound(37, 120, BETA) == pytest.approx(ci.high, rel=1e-10)
 
 
+def test_clopper_pearson_kernel_matches_one_sided_binomtest():
+    # The one vectorised kernel behind every Clopper–Pearson limit of rdpest: array counts, one
+    # n, scalar or array levels. scipy's one-sided exact limits ("greater": lower limit, "less":
+    # upper limit) at confidence 1 - beta are the one-sided (1 - beta) Clopper–Pearson limits.
+    for n in (1, 2, 7, 40, 333):
+        k = np.arange(n + 1)
+        for beta in (1e-6, 0.001, 0.025, 0.05, 0.3):
+            lower = bounds._clopper_pearson(k, n, beta, "lower")
+            upper = bounds._clopper_pearson(k, n, beta, "upper")
+            for i in k:
+                greater = stats.binomtest(int(i), n, alternative="greater")
+                less = stats.binomtest(int(i), n, alternative="less")
+                lo = greater.proportion_ci(confidence_level=1 - beta, method="exact").low
+                hi = less.proportion_ci(confidence_level=1 - beta, method="exact").high
+                assert lower[i] == pytest.approx(lo, rel=1e-12, abs=1e-12)
+                assert upper[i] == pytest.approx(hi, rel=1e-12, abs=1e-12)
+                assert bounds.clopper_pearson_lower_bound(int(i), n, beta) == lower[i]
+                assert bounds.clopper_pearson_upper_bound(int(i), n, beta) == upper[i]
+    # Several levels for one count (the joint confidence region's use), nested in the level.
+    levels = np.array([1e-4, 0.01, 0.2])
+    lows = bounds._clopper_pearson(5, 30, levels, "lower")
+    highs = bounds._clopper_pearson(5, 30, levels, "upper")
+    assert np.all(np.diff(lows) > 0) and np.all(np.diff(highs) < 0)
+    for j, level in enumerate(levels):
+        assert lows[j] == bounds.clopper_pearson_lower_bound(5, 30, float(level))
+        assert highs[j] == bounds.clopper_pearson_upper_bound(5, 30, float(level))
+
+
 def test_markov_lower_bound_coverage():
     # Exponential(1) variables: heavy enough that only Markov applies without an upper bound.
     rng = np.random.default_rng(8)

@@ -36,13 +36,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from rdpest.estimators.base import DirectionResult, RenyiEstimatorBase
 from rdpest.estimators.privacy_loss import _call_on_samples
-from rdpest.stats.bounds import clopper_pearson_lower_bound, clopper_pearson_upper_bound
+from rdpest.stats.bounds import _clopper_pearson
 from rdpest.stats.certificates import (
-    SIDES,
+    _search_thresholds,
     bernoulli_divergences,
-    counts_above,
-    cp_lower,
-    cp_upper,
     cut_points,
     positives,
 )
@@ -328,8 +325,8 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         n_p, n_q = len(cert_p), len(cert_q)
         k_p = int(np.sum(positives(cert_p, threshold, side)))
         k_q = int(np.sum(positives(cert_q, threshold, side)))
-        tpr_lo = clopper_pearson_lower_bound(k_p, n_p, level_p)
-        fpr_hi = clopper_pearson_upper_bound(k_q, n_q, level_q)
+        tpr_lo = float(_clopper_pearson(k_p, n_p, level_p, "lower"))
+        fpr_hi = float(_clopper_pearson(k_q, n_q, level_q, "upper"))
         implied = gdp_from_rates(tpr_lo, fpr_hi, alpha, delta)
         if self.conversion == "direct":
             # Table 13 of Kim, Varshney & Alabi (2026) with the rates' confidence limits: valid
@@ -363,26 +360,21 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
     def _search(self, s_p, s_q, level_p, level_q) -> tuple[float, str]:
         """Threshold and side with the largest bound at the given Clopper–Pearson levels."""
         candidates = cut_points(s_p, s_q)
-        n_p, n_q = s_p.size, s_q.size
-        above_p = counts_above(np.sort(s_p), candidates)
-        above_q = counts_above(np.sort(s_q), candidates)
-        # The bounds depend on the counts only: one table per sample instead of one per cut.
-        lo_table = cp_lower(np.arange(n_p + 1), n_p, level_p)
-        hi_table = cp_upper(np.arange(n_q + 1), n_q, level_q)
-        best = (-math.inf, -math.inf, float(candidates[0]), "upper")
-        for side in SIDES:
-            lo_p = lo_table[above_p if side == "upper" else n_p - above_p]
-            hi_q = hi_table[above_q if side == "upper" else n_q - above_q]
-            objective = _objective(
-                lo_p, hi_q, float(self.alpha), self.conversion, float(self.delta)
-            )
-            # Ties (e.g. every bound 0 under P = Q) go to the largest margin TPR_lo − FPR_hi, which
-            # gives a sensible threshold for the point estimate.
-            margin = lo_p - hi_q
-            i = int(np.lexsort((-margin, -objective))[0])
-            if (objective[i], margin[i]) > best[:2]:
-                best = (float(objective[i]), float(margin[i]), float(candidates[i]), side)
-        return best[2], best[3]
+        alpha, delta = float(self.alpha), float(self.delta)
+        found = _search_thresholds(
+            np.sort(s_p),
+            np.sort(s_q),
+            candidates,
+            level_p,
+            level_q,
+            lambda lo_p, hi_q: _objective(lo_p, hi_q, alpha, self.conversion, delta),
+            # Ties (e.g. every bound 0 under P = Q) go to the largest margin TPR_lo − FPR_hi,
+            # which gives a sensible threshold for the point estimate.
+            margin_ties=True,
+        )
+        if found is None:
+            return float(candidates[0]), "upper"
+        return float(candidates[found[0]]), found[1]
 
     def _point_estimate(self, k_p: int, n_p: int, k_q: int, n_q: int) -> float:
         # Plug-in rates with a continuity correction: a count of 0 (or n) would give an infinite

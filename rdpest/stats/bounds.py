@@ -29,7 +29,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from rdpest.utils.validation import check_beta, check_finite_array, check_real
+from rdpest.utils.validation import check_beta, check_counts, check_finite_array, check_real
 
 __all__ = [
     "MEAN_BOUND_METHODS",
@@ -307,6 +307,28 @@ def mean_upper_bounds(
     return lower + upper - reflected
 
 
+def _clopper_pearson(successes, trials: int, levels, side: str) -> np.ndarray:
+    """Clopper–Pearson limits (Clopper & Pearson 1934), vectorised and unchecked.
+
+    The one place the beta quantiles are computed. ``successes`` is an integer or an array of
+    counts in [0, trials], ``levels`` a level in (0, 1) or an array of them (broadcast against the
+    counts). ``side="lower"``: the ``level`` quantile of Beta(k, n − k + 1), 0 where k = 0;
+    ``side="upper"``: the ``1 − level`` quantile of Beta(k + 1, n − k), 1 where k = n. Each is a
+    one-sided (1 − level) confidence limit, nested in the level. Returns an array of the
+    broadcast shape.
+    """
+    k, levels = np.broadcast_arrays(np.asarray(successes), np.asarray(levels, dtype=float))
+    if side == "lower":
+        out = np.zeros(k.shape)
+        inside = k > 0
+        out[inside] = stats.beta.ppf(levels[inside], k[inside], trials - k[inside] + 1)
+    else:
+        out = np.ones(k.shape)
+        inside = k < trials
+        out[inside] = stats.beta.ppf(1.0 - levels[inside], k[inside] + 1, trials - k[inside])
+    return out
+
+
 def clopper_pearson_lower_bound(successes: int, trials: int, beta: float) -> float:
     """Exact one-sided (1 - beta) lower bound on a binomial proportion (Clopper & Pearson 1934).
 
@@ -317,11 +339,9 @@ def clopper_pearson_lower_bound(successes: int, trials: int, beta: float) -> flo
     >>> round(clopper_pearson_lower_bound(50, 100, 0.05), 4)
     0.4136
     """
-    k, n = _check_counts(successes, trials)
+    k, n = check_counts(successes, trials)
     beta = check_beta(beta)
-    if k == 0:
-        return 0.0
-    return float(stats.beta.ppf(beta, k, n - k + 1))
+    return float(_clopper_pearson(k, n, beta, "lower"))
 
 
 def clopper_pearson_upper_bound(successes: int, trials: int, beta: float) -> float:
@@ -334,23 +354,9 @@ def clopper_pearson_upper_bound(successes: int, trials: int, beta: float) -> flo
     >>> round(clopper_pearson_upper_bound(50, 100, 0.05), 4)
     0.5864
     """
-    k, n = _check_counts(successes, trials)
+    k, n = check_counts(successes, trials)
     beta = check_beta(beta)
-    if k == n:
-        return 1.0
-    return float(stats.beta.ppf(1.0 - beta, k + 1, n - k))
-
-
-def _check_counts(successes, trials) -> tuple[int, int]:
-    for value, name in ((successes, "successes"), (trials, "trials")):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer):
-            raise ValueError(f"{name} must be an integer, got {value!r}")
-    k, n = int(successes), int(trials)
-    if n < 1:
-        raise ValueError(f"trials must be >= 1, got {n}")
-    if not 0 <= k <= n:
-        raise ValueError(f"successes must lie in [0, trials] = [0, {n}], got {k}")
-    return k, n
+    return float(_clopper_pearson(k, n, beta, "upper"))
 
 
 def markov_lower_bound(x, beta: float) -> float:

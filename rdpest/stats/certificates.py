@@ -30,13 +30,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize
 from scipy.special import logsumexp
 
 from rdpest.stats.bounds import (
     MEAN_BOUND_METHODS,
-    clopper_pearson_lower_bound,
-    clopper_pearson_upper_bound,
+    _clopper_pearson,
     mean_lower_bound,
     mean_lower_bounds,
     mean_upper_bound,
@@ -345,24 +344,6 @@ def certify_critic(
 SIDES = ("upper", "lower")
 
 
-def cp_lower(k: np.ndarray, n: int, level: float) -> np.ndarray:
-    """Vectorised Clopper–Pearson lower bounds (rdpest.stats.bounds.clopper_pearson_lower_bound)."""
-    k = np.asarray(k)
-    out = np.zeros(k.shape)
-    pos = k > 0
-    out[pos] = stats.beta.ppf(level, k[pos], n - k[pos] + 1)
-    return out
-
-
-def cp_upper(k: np.ndarray, n: int, level: float) -> np.ndarray:
-    """Vectorised Clopper–Pearson upper bounds (rdpest.stats.bounds.clopper_pearson_upper_bound)."""
-    k = np.asarray(k)
-    out = np.ones(k.shape)
-    below = k < n
-    out[below] = stats.beta.ppf(1.0 - level, k[below] + 1, n - k[below])
-    return out
-
-
 def bernoulli_divergences(a: np.ndarray, b: np.ndarray, alpha: float) -> np.ndarray:
     """D_α(Bern(a) ‖ Bern(b)) where a > b (0 elsewhere); for ranking thresholds only."""
     out = np.zeros(np.broadcast(a, b).shape)
@@ -396,6 +377,53 @@ def positives(scores: np.ndarray, threshold: float, side: str) -> np.ndarray:
     return scores > threshold if side == "upper" else scores <= threshold
 
 
+def _search_thresholds(
+    s_p: np.ndarray,
+    s_q: np.ndarray,
+    candidates: np.ndarray,
+    level_p: float,
+    level_q: float,
+    objective,
+    *,
+    margin_ties: bool,
+) -> tuple[int, str, int, int] | None:
+    """The threshold test with the largest ``objective`` over ``candidates`` and both sides.
+
+    The one search kernel of threshold tests. ``s_p`` and ``s_q`` are SORTED scores; a candidate t
+    on side "upper" says P when s > t, on side "lower" when s <= t. Each (t, side) is scored by
+    ``objective(TPR_lo, FPR_hi)`` (arrays over the candidates) with TPR_lo and FPR_hi the
+    Clopper–Pearson limits of its counts at ``level_p`` and ``level_q``; the limits depend on
+    the counts only, so one table per sample serves every candidate.
+
+    Ties: with ``margin_ties`` a tie in the objective goes to the larger margin TPR_lo − FPR_hi
+    (then the first candidate), within a side and between sides; without it, to the first
+    candidate within a side and to "upper" between sides. Returns (index of the candidate, side,
+    TPR count, FPR count), or None if no candidate has an objective above −∞ (or NaN only).
+    """
+    n_p, n_q = s_p.size, s_q.size
+    above_p = counts_above(s_p, candidates)
+    above_q = counts_above(s_q, candidates)
+    lo_table = _clopper_pearson(np.arange(n_p + 1), n_p, level_p, "lower")
+    hi_table = _clopper_pearson(np.arange(n_q + 1), n_q, level_q, "upper")
+    best_key: tuple[float, ...] = (-math.inf, -math.inf) if margin_ties else (-math.inf,)
+    best = None
+    for side in SIDES:
+        k_p = above_p if side == "upper" else n_p - above_p
+        k_q = above_q if side == "upper" else n_q - above_q
+        lo_p, hi_q = lo_table[k_p], hi_table[k_q]
+        values = objective(lo_p, hi_q)
+        if margin_ties:
+            margin = lo_p - hi_q
+            i = int(np.lexsort((-margin, -values))[0])
+            key: tuple[float, ...] = (float(values[i]), float(margin[i]))
+        else:
+            i = int(np.argmax(values))
+            key = (float(values[i]),)
+        if key > best_key:
+            best_key, best = key, (i, side, int(k_p[i]), int(k_q[i]))
+    return best
+
+
 def select_threshold(
     s_p, s_q, alpha: float, beta: float, region: str = "bonferroni"
 ) -> tuple[float, str, float]:
@@ -422,19 +450,16 @@ def select_threshold(
     # better on new data (measured: n = 500, D = 1 and 4).
     candidates = np.unique(np.quantile(np.concatenate([s_p, s_q]), _THRESHOLD_QUANTILES))
     n_p, n_q = s_p.size, s_q.size
-    above_p = counts_above(s_p, candidates)
-    above_q = counts_above(s_q, candidates)
-    lo_table = cp_lower(np.arange(n_p + 1), n_p, beta / 2)
-    hi_table = cp_upper(np.arange(n_q + 1), n_q, beta / 2)
-    best = (-math.inf, 0, "upper", 0, 0)
-    for side in SIDES:
-        k_p = above_p if side == "upper" else n_p - above_p
-        k_q = above_q if side == "upper" else n_q - above_q
-        bounds = bernoulli_divergences(lo_table[k_p], hi_table[k_q], alpha)
-        i = int(np.argmax(bounds))
-        if bounds[i] > best[0]:
-            best = (float(bounds[i]), i, side, int(k_p[i]), int(k_q[i]))
-    _, i, side, k_p, k_q = best
+    found = _search_thresholds(
+        s_p,
+        s_q,
+        candidates,
+        beta / 2,
+        beta / 2,
+        lambda lo_p, hi_q: bernoulli_divergences(lo_p, hi_q, alpha),
+        margin_ties=False,
+    )
+    i, side, k_p, k_q = (0, "upper", 0, 0) if found is None else found
     # The returned score pays for the choice among the 2K candidates (level beta / (2K) instead
     # of beta, combined by ``region``): the search is optimistic on the data it searched, and
     # this puts it on the footing of the window search when certify_critic(kind="auto") compares
@@ -442,18 +467,6 @@ def select_threshold(
     # n = 500, D = 1 and 4).
     score = _rates_bound(k_p, n_p, k_q, n_q, alpha, beta / (2 * candidates.size), region)[0]
     return float(candidates[i]), side, float(score)
-
-
-def _cp_lower_levels(k: int, n: int, levels) -> np.ndarray:
-    """Clopper–Pearson lower bounds for one count at several levels (nested in the level)."""
-    levels = np.asarray(levels, dtype=float)
-    return np.zeros(levels.shape) if k == 0 else stats.beta.ppf(levels, k, n - k + 1)
-
-
-def _cp_upper_levels(k: int, n: int, levels) -> np.ndarray:
-    """Clopper–Pearson upper bounds for one count at several levels (nested in the level)."""
-    levels = np.asarray(levels, dtype=float)
-    return np.ones(levels.shape) if k == n else stats.beta.ppf(1.0 - levels, k + 1, n - k)
 
 
 def _rates_bound(
@@ -470,12 +483,12 @@ def _rates_bound(
         return bernoulli_renyi_divergence(alpha, tpr, fpr) if tpr > fpr else 0.0
 
     if region == "bonferroni":
-        tpr_lo = clopper_pearson_lower_bound(k_p, n_p, beta / 2)
-        fpr_hi = clopper_pearson_upper_bound(k_q, n_q, beta / 2)
+        tpr_lo = float(_clopper_pearson(k_p, n_p, beta / 2, "lower"))
+        fpr_hi = float(_clopper_pearson(k_q, n_q, beta / 2, "upper"))
         return float(divergence(tpr_lo, fpr_hi)), tpr_lo, fpr_hi
     return _joint_minimum(
-        lambda levels: _cp_lower_levels(k_p, n_p, levels),
-        lambda levels: _cp_upper_levels(k_q, n_q, levels),
+        lambda levels: _clopper_pearson(k_p, n_p, levels, "lower"),
+        lambda levels: _clopper_pearson(k_q, n_q, levels, "upper"),
         divergence,
         beta,
     )

@@ -19,6 +19,7 @@ import numpy as np
 __all__ = [
     "check_alpha",
     "check_beta",
+    "check_counts",
     "check_finite_array",
     "check_int",
     "check_positive",
@@ -90,6 +91,19 @@ def check_finite_array(x, name: str, *, ndim: int | None = 1, min_size: int = 1)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
+
+
+def check_counts(successes, trials) -> tuple[int, int]:
+    """Binomial counts: integers (not bools) with ``trials >= 1`` and ``0 <= successes <= trials``."""
+    for value, name in ((successes, "successes"), (trials, "trials")):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    k, n = int(successes), int(trials)
+    if n < 1:
+        raise ValueError(f"trials must be >= 1, got {n}")
+    if not 0 <= k <= n:
+        raise ValueError(f"successes must lie in [0, trials] = [0, {n}], got {k}")
+    return k, n
 
 
 def check_int(value, name: str, minimum: int) -> int:
