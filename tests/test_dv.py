@@ -335,3 +335,38 @@ def test_lower_bound_coverage(family, alpha, divergence):
             failures[kind] += est.directions_["forward"].details["raw_lower_bound"] > truth
     for count in failures.values():
         assert_coverage(count, repetitions, beta)
+
+
+def test_min_sample_sizes_match_the_brute_force_search():
+    # The closed forms of rdpest.estimators.splits against the search they replaced: the
+    # smallest n below 100 000 whose parts are large enough.
+    from rdpest.estimators.splits import min_dv_sample_size, min_two_way_sample_size
+
+    def two_way(f):
+        for n in range(2, 100_000):
+            n_test = round(n * f)
+            if n_test >= 1 and n - n_test >= 1:
+                return n
+        return None
+
+    def dv_three_way(tf, vf):
+        for n in range(5, 100_000):
+            n_test = round(n * tf)
+            n_val = max(1, round((n - n_test) * vf))
+            if n - n_test - n_val >= 2 and n_test >= 2:
+                return n
+        return None
+
+    fractions = sorted(
+        {*np.linspace(0.001, 0.999, 120).round(6), 1e-4, 0.1, 0.2, 0.25, 1 / 3, 0.5, 0.7, 0.9999}
+    )
+    for f in fractions:
+        assert min_two_way_sample_size(f) == two_way(f), f
+    for tf in fractions[::5]:
+        for vf in fractions[::5]:
+            assert min_dv_sample_size(tf, vf) == dv_three_way(tf, vf), (tf, vf)
+    # Fractions so small that no n below the old search limit fits are still refused.
+    with pytest.raises(ValueError, match="no room"):
+        min_two_way_sample_size(1e-6)
+    with pytest.raises(ValueError, match="no room"):
+        min_dv_sample_size(1e-6, 0.2)

@@ -16,8 +16,9 @@ most β/2 + β/2 (union bound).
 from __future__ import annotations
 
 import math
+from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass, field
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -58,11 +59,29 @@ class DirectionResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-class RenyiEstimatorBase(BaseEstimator):
+class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
     """Common behaviour of rdpest's estimators of D_α between the laws of two samples.
 
     ``fit(X, Y)`` takes X ~ P and Y ~ Q, array-likes of shape (n,) or (n, d); the two may have
-    different numbers of rows. Not meant to be used directly: see :class:`rdpest.DVRenyiEstimator`.
+    different numbers of rows. An abstract class: see :class:`rdpest.DVRenyiEstimator` and the
+    other estimators of :mod:`rdpest.estimators`.
+
+    A subclass supplies:
+
+    - ``__init__`` storing its parameters unchanged (scikit-learn's convention), and
+      ``_parameter_constraints`` extending this class's (``alpha``, ``beta``, ``direction``);
+    - ``_fit_direction(X, Y, beta, seed, direction)`` (abstract): one direction's estimate of
+      D_α(P‖Q) from X ~ P and Y ~ Q, with a lower bound at level ``beta``, as a
+      :class:`DirectionResult`;
+    - ``_score_direction(X, Y, direction)`` (abstract): the held-out estimate on new samples;
+    - ``min_samples_per_side()`` where its splits need more than 2 rows per sample (or accept 1);
+    - ``will_be_certified()`` where its bound is not certified for every parameter setting;
+    - optionally the hooks ``_check_params`` (cross-parameter checks), ``_start_fit`` (reset
+      per-fit state) and ``_finish_fit`` (derive attributes from ``directions_``).
+
+    The base class validates parameters and samples, splits ``beta`` and the random seed
+    between the directions, and sets ``divergence_``, ``lower_bound_``, ``certified_``,
+    ``directions_`` and ``n_features_in_``.
     """
 
     _parameter_constraints: dict = {
@@ -71,46 +90,39 @@ class RenyiEstimatorBase(BaseEstimator):
         "direction": [StrOptions(set(DIRECTIONS))],
     }
 
-    #: whether the estimator's lower bound is valid with no assumption beyond i.i.d. samples;
-    #: subclasses refine it per parameters in _will_be_certified (e.g. Markov needs an exact
-    #: log ratio).
-    _certified = True
-
     # ------------------------------------------------------------------ subclass interface
-    def _min_samples(self) -> int:
-        """Fewest samples per side that the estimator's splits need."""
-        return 2
+    @abstractmethod
+    def _fit_direction(self, X, Y, beta: float, seed: int, direction: str) -> DirectionResult:
+        """Estimate D_α(P‖Q) from X ~ P and Y ~ Q with error level ``beta``.
 
-    def _fit_direction(
-        self, X, Y, beta: float, seed: int, direction: str
-    ) -> DirectionResult:  # pragma: no cover
-        raise NotImplementedError
-
-    def _score_direction(self, X, Y, direction: str) -> float:  # pragma: no cover
-        raise NotImplementedError
-
-    def _will_be_certified(self) -> bool:
-        """Whether fitting with the current parameters gives a certified bound (known before fit).
-
-        The auditor uses it to share the level beta among the certified estimators only.
+        ``seed`` seeds everything random in this direction; ``direction`` ("forward" or
+        "reverse") only names it (the base class has already swapped the samples for
+        "reverse").
         """
-        return bool(type(self)._certified)
+
+    @abstractmethod
+    def _score_direction(self, X, Y, direction: str) -> float:
+        """Held-out estimate of D_α(P‖Q) on new X ~ P and Y ~ Q with the fitted state kept."""
 
     # ------------------------------------------------------------------ public contract
     def min_samples_per_side(self) -> int:
         """Fewest samples each of the two samples needs with the current parameters.
 
-        ``fit`` refuses fewer with a ``ValueError``; an auditor sizes its runs with it.
+        ``fit`` refuses fewer with a ``ValueError``; an auditor sizes its runs with it. The
+        default, 2, suits estimators that do not split their samples; subclasses that split
+        override it.
         """
-        return int(self._min_samples())
+        return 2
 
     def will_be_certified(self) -> bool:
         """Whether ``fit`` with the current parameters will give a certified bound.
 
-        Known before fitting (``certified_`` after fitting equals it), so an auditor can share
-        its level β among the certified estimators only.
+        A certified bound needs no assumption beyond i.i.d. samples. Known before fitting
+        (``certified_`` after fitting equals it), so an auditor can share its level β among the
+        certified estimators only. The default is True; subclasses whose bound depends on an
+        assumption for some parameters (e.g. an exact log ratio) override it.
         """
-        return bool(self._will_be_certified())
+        return True
 
     def _check_params(self) -> None:
         """Cross-parameter checks that constraints cannot express (override as needed)."""
@@ -163,7 +175,7 @@ class RenyiEstimatorBase(BaseEstimator):
                 f"X has {P.shape[1]} features, but {type(self).__name__} was fitted with "
                 f"{self.n_features_in_} features"
             )
-        needed = self._min_samples()
+        needed = int(self.min_samples_per_side())
         for arr, name in ((P, "X"), (Q, "Y")):
             if reset and arr.shape[0] < needed:
                 raise ValueError(
@@ -209,7 +221,7 @@ class RenyiEstimatorBase(BaseEstimator):
         results = list(self.directions_.values())
         self.divergence_ = float(max(r.divergence for r in results))
         self.lower_bound_ = float(max(r.lower_bound for r in results))
-        self.certified_ = self._will_be_certified()
+        self.certified_ = bool(self.will_be_certified())
         self._finish_fit()
         return self
 
@@ -234,4 +246,3 @@ class RenyiEstimatorBase(BaseEstimator):
         # Y is the second sample, not a target: fit(X) alone is meaningless.
         tags.target_tags.required = True
         return tags
-

@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from rdpest.estimators.base import DirectionResult, RenyiEstimatorBase
 from rdpest.estimators.critics import ACTIVATIONS, BoundedMLP
+from rdpest.estimators.splits import min_dv_sample_size, split_indices
 from rdpest.stats.bounds import MEAN_BOUND_METHODS
 from rdpest.stats.certificates import (
     CERTIFICATE_KINDS,
@@ -243,16 +244,9 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         n_val = self._n_validation(n - n_test)
         return n - n_test - n_val, n_val, n_test
 
-    def _min_samples(self) -> int:
+    def min_samples_per_side(self) -> int:
         # The smallest n whose parts have >= 2 rows to fit, >= 1 to validate and >= 2 to certify.
-        for n in range(5, 100_000):
-            n_fit, n_val, n_test = self._split_sizes(n)
-            if n_fit >= 2 and n_val >= 1 and n_test >= 2:
-                return n
-        raise ValueError(  # pragma: no cover - fractions are validated to lie in (0, 1)
-            f"test_fraction={self.test_fraction} and validation_fraction="
-            f"{self.validation_fraction} leave no room for all three splits"
-        )
+        return min_dv_sample_size(self.test_fraction, self.validation_fraction)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, Y=None):
@@ -334,9 +328,11 @@ class DVRenyiEstimator(RenyiEstimatorBase):
 
     def _partition(self, P, Q, rng):
         """Random (train, test, test indices) parts of each sample (``test_fraction`` to test)."""
-        test_p = rng.permutation(len(P))[: self._split_sizes(len(P))[2]]
-        test_q = rng.permutation(len(Q))[: self._split_sizes(len(Q))[2]]
-        return (*_split_at(P, test_p), test_p), (*_split_at(Q, test_q), test_q)
+        # The training part keeps the caller's row order; the certifying part is in the random
+        # order of its indices (the betting bounds of rdpest.stats.bounds visit it in sequence).
+        train_p, test_p = split_indices(len(P), self._split_sizes(len(P))[2], rng, sort_first=True)
+        train_q, test_q = split_indices(len(Q), self._split_sizes(len(Q))[2], rng, sort_first=True)
+        return (P[train_p], P[test_p], test_p), (Q[train_q], Q[test_q], test_q)
 
     def _fit_fold(self, p_train, q_train, p_test, q_test, seed):
         """Train a critic on one fold; its values, training range and held-out point estimate."""
@@ -355,8 +351,9 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         """Train one critic on P (label 1) against Q (label 0) with early stopping."""
         device = self._device
         rng = np.random.default_rng(seed)
-        p_fit, p_val = _split(P, self._n_validation(len(P)), rng)
-        q_fit, q_val = _split(Q, self._n_validation(len(Q)), rng)
+        fit_p, val_p = split_indices(len(P), self._n_validation(len(P)), rng)
+        fit_q, val_q = split_indices(len(Q), self._n_validation(len(Q)), rng)
+        p_fit, p_val, q_fit, q_val = P[fit_p], P[val_p], Q[fit_q], Q[val_q]
         pooled = np.concatenate([p_fit, q_fit])
         mean = pooled.mean(axis=0)
         scale = pooled.std(axis=0)
@@ -497,22 +494,6 @@ def _classifier_loss(g_p, g_q):
 def _cyclic(step: int, half: int, n: int, device) -> torch.Tensor:
     """Indices step*half ... (step+1)*half - 1 wrapped around n (the smaller sample cycles)."""
     return torch.arange(step * half, (step + 1) * half, device=device) % n
-
-
-def _split(A: np.ndarray, n_second: int, rng: np.random.Generator):
-    perm = rng.permutation(len(A))
-    return A[perm[n_second:]], A[perm[:n_second]]
-
-
-def _split_at(A: np.ndarray, second: np.ndarray):
-    """(rows not in ``second``, rows ``second`` in the order of ``second``).
-
-    The certifying part is visited in sequence by the betting bounds (rdpest.stats.bounds), so it is
-    taken in the random order of ``second``, not in the caller's order.
-    """
-    mask = np.zeros(len(A), dtype=bool)
-    mask[second] = True
-    return A[~mask], A[second]
 
 
 def _evaluate(critic: BoundedMLP, A: np.ndarray) -> np.ndarray:

@@ -35,6 +35,7 @@ from scipy.linalg import solve_triangular
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from rdpest.estimators.base import DirectionResult, RenyiEstimatorBase
+from rdpest.estimators.splits import min_two_way_sample_size, split_indices
 from rdpest.stats.bounds import hoeffding_lower_bound, mean_upper_bound
 
 __all__ = ["HoeffdingRenyiBound", "MarkovRenyiBound"]
@@ -146,12 +147,6 @@ def _log_mean_exp(v: np.ndarray) -> float:
     return peak + math.log(float(np.mean(np.exp(v - peak))))
 
 
-def _split_indices(n: int, test_fraction: float, rng: np.random.Generator):
-    perm = rng.permutation(n)
-    n_test = round(n * test_fraction)
-    return perm[n_test:], perm[:n_test]
-
-
 # ---------------------------------------------------------------------------------------------
 # Shared machinery of the two privacy-loss estimators
 # ---------------------------------------------------------------------------------------------
@@ -167,22 +162,16 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
             return "estimator"
         return "exact"
 
-    def _min_samples(self) -> int:
+    def min_samples_per_side(self) -> int:
         if self._ratio_kind() != "gaussian":
             return 1
         # The smallest n leaving at least one row to fit and one to certify.
-        for n in range(2, 100_000):
-            n_test = round(n * self.test_fraction)
-            if n_test >= 1 and n - n_test >= 1:
-                return n
-        raise ValueError(  # pragma: no cover - test_fraction is validated to lie in (0, 1)
-            f"test_fraction={self.test_fraction} leaves no room for both splits"
-        )
+        return min_two_way_sample_size(self.test_fraction)
 
     def _start_fit(self) -> None:
         self.log_ratios_: dict = {}
 
-    def _will_be_certified(self) -> bool:
+    def will_be_certified(self) -> bool:
         # Only the true privacy loss certifies (Markov and Hoeffding need E_Q[e^{αL}] exactly).
         return self._ratio_kind() == "exact"
 
@@ -195,8 +184,8 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
             details = {"log_ratio": kind, "n_train": (0, 0), "n_test": (len(P), len(Q))}
             return ratio, P, Q, details
         rng = np.random.default_rng(seed)
-        train_p, test_p = _split_indices(len(P), self.test_fraction, rng)
-        train_q, test_q = _split_indices(len(Q), self.test_fraction, rng)
+        train_p, test_p = split_indices(len(P), round(len(P) * self.test_fraction), rng)
+        train_q, test_q = split_indices(len(Q), round(len(Q) * self.test_fraction), rng)
         # Fitted on the swapped samples in the reverse direction, so it estimates log q/p there.
         ratio = _GaussianLogRatio(P[train_p], Q[train_q])
         details = {

@@ -36,6 +36,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from rdpest.estimators.base import DirectionResult, RenyiEstimatorBase
 from rdpest.estimators.privacy_loss import _call_on_samples
+from rdpest.estimators.splits import min_two_way_sample_size, split_indices
 from rdpest.stats.bounds import _clopper_pearson
 from rdpest.stats.certificates import (
     _search_thresholds,
@@ -267,16 +268,10 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ checks
-    def _min_samples(self) -> int:
+    def min_samples_per_side(self) -> int:
         if self.threshold == "bonferroni":
             return 1
-        for n in range(2, 100_000):
-            n_test = round(n * self.test_fraction)
-            if n_test >= 1 and n - n_test >= 1:
-                return n
-        raise ValueError(  # pragma: no cover - test_fraction is validated to lie in (0, 1)
-            f"test_fraction={self.test_fraction} leaves no room for both splits"
-        )
+        return min_two_way_sample_size(self.test_fraction)
 
     def _scores(self, A: np.ndarray, name: str) -> np.ndarray:
         if self.score_function is None:
@@ -288,7 +283,7 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
             return A[:, 0]
         return _call_on_samples(self.score_function, A, name, what="score_function")
 
-    def _will_be_certified(self) -> bool:
+    def will_be_certified(self) -> bool:
         # The GDP route assumes a Gaussian trade-off curve; only the direct conversion certifies.
         return self.conversion == "direct"
 
@@ -309,8 +304,8 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         alpha, delta = float(self.alpha), float(self.delta)
         if self.threshold == "split":
             rng = np.random.default_rng(seed)
-            train_p, test_p = _split(len(s_p), self.test_fraction, rng)
-            train_q, test_q = _split(len(s_q), self.test_fraction, rng)
+            train_p, test_p = split_indices(len(s_p), round(len(s_p) * self.test_fraction), rng)
+            train_q, test_q = split_indices(len(s_q), round(len(s_q) * self.test_fraction), rng)
             threshold, side = self._search(s_p[train_p], s_q[train_q], beta / 2, beta / 2)
             cert_p, cert_q = s_p[test_p], s_q[test_q]
             level_p = level_q = beta / 2  # union bound over the two rates
@@ -396,9 +391,3 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.threshold == "split" and self.random_state is None
         return tags
-
-
-def _split(n: int, test_fraction: float, rng: np.random.Generator):
-    perm = rng.permutation(n)
-    n_test = round(n * test_fraction)
-    return perm[n_test:], perm[:n_test]
