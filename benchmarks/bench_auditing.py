@@ -47,7 +47,7 @@ def _throughput_auditor(model, n_runs: int, n_jobs: int, device: str, stack_runs
     """The audit whose training runs a throughput measurement times."""
     return DPSGDAuditor(
         noise_multiplier=1.0,
-        epochs=STEPS,
+        steps=STEPS,
         n_runs=n_runs,
         model=model,
         n_jobs=n_jobs,
@@ -168,7 +168,7 @@ def memory(n_runs: int, n_jobs: int) -> dict:
     with tempfile.TemporaryDirectory() as store:
         start = time.perf_counter()
         DPSGDAuditor(
-            noise_multiplier=10.0, epochs=STEPS, n_runs=n_runs, n_jobs=n_jobs, store=store
+            noise_multiplier=10.0, steps=STEPS, n_runs=n_runs, n_jobs=n_jobs, store=store
         ).run()
         seconds = time.perf_counter() - start
     workers = psutil.Process().children(recursive=True)
@@ -202,7 +202,7 @@ def protocol(n_runs: int, n_jobs: int) -> list[dict]:
             result = DPSGDAuditor(
                 alpha=alpha,
                 noise_multiplier=sigma,
-                epochs=STEPS,
+                steps=STEPS,
                 n_runs=n_runs,
                 n_jobs=n_jobs,
                 device="cpu",
@@ -288,7 +288,7 @@ def reference(n_runs: int, n_jobs: int, label: str = "0.5", block: int = 500) ->
     sigma = math.sqrt(STEPS) / mu
     audit = DPSGDAuditor(
         noise_multiplier=sigma,
-        epochs=STEPS,
+        steps=STEPS,
         n_runs=n_runs,
         n_jobs=n_jobs,
         device="cpu",

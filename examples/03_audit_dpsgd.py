@@ -19,8 +19,8 @@ args = parser.parse_args()
 
 audit = DPSGDAuditor(
     alpha=2.0,
-    epsilon_alpha=1.0,  # the claim; the noise multiplier is solved with Opacus's accountant
-    epochs=10 if args.quick else 100,
+    claimed_epsilon=1.0,  # the claim; the noise multiplier is solved with Opacus's accountant
+    steps=10 if args.quick else 100,
     n_runs=40 if args.quick else 500,
     model="lr",
     canary="blank",

@@ -31,8 +31,8 @@ for bug in (1.0, 0.25):
     rows.append((f"Gaussian mechanism, noise x{bug:g}", result))
     dpsgd = DPSGDAuditor(
         alpha=2.0,
-        epsilon_alpha=1.0,
-        epochs=10 if args.quick else 100,
+        claimed_epsilon=1.0,
+        steps=10 if args.quick else 100,
         n_runs=n_runs,
         noise_scale_bug=bug,
         n_jobs=1 if args.quick else -1,

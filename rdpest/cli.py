@@ -122,13 +122,13 @@ def _cmd_audit(args) -> int:
     from rdpest.auditing import DPSGDAuditor
 
     out = Path(args.out)
-    if (args.epsilon_alpha is None) == (args.noise_multiplier is None):
+    if (args.claimed_epsilon is None) == (args.noise_multiplier is None):
         if args.noise_multiplier is None:
-            args.epsilon_alpha = 1.0  # the default claim when neither is given
+            args.claimed_epsilon = 1.0  # the default claim when neither is given
         else:
-            raise ValueError("give only one of --epsilon-alpha and --noise-multiplier")
+            raise ValueError("give only one of --claimed-epsilon and --noise-multiplier")
     print(
-        f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.epochs} full-batch steps) "
+        f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.steps} full-batch steps) "
         f"on scikit-learn's digits: {args.runs} runs with and {args.runs} without the canary; "
         f"finished runs are kept in {out} (re-running resumes).",
         file=sys.stderr,
@@ -136,8 +136,8 @@ def _cmd_audit(args) -> int:
     result = DPSGDAuditor(
         alpha=args.alpha,
         noise_multiplier=args.noise_multiplier,
-        epsilon_alpha=args.epsilon_alpha,
-        epochs=args.epochs,
+        claimed_epsilon=args.claimed_epsilon,
+        steps=args.steps,
         n_runs=args.runs,
         model=args.model,
         canary=args.canary,
@@ -200,9 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--alpha", type=float, default=2.0)
     audit.add_argument("--beta", type=float, default=0.05)
     claim = audit.add_mutually_exclusive_group()
-    claim.add_argument("--epsilon-alpha", type=float, default=None, help="claimed ε_α (default 1)")
+    claim.add_argument(
+        "--claimed-epsilon", type=float, default=None, help="claimed ε_α (default 1)"
+    )
     claim.add_argument("--noise-multiplier", type=float, default=None, help="DP-SGD's sigma")
-    audit.add_argument("--epochs", type=int, default=100, help="full-batch DP-SGD steps")
+    audit.add_argument("--steps", type=int, default=100, help="DP-SGD steps (full batch)")
     audit.add_argument("--model", default="lr", choices=["lr", "mlp", "cnn"])
     audit.add_argument("--canary", default="blank", choices=["blank", "clipbkd"])
     audit.add_argument("--out", default="rdpest-audit", help="directory for runs and results")

@@ -12,7 +12,10 @@ from torch import nn
 from rdpest.auditing.dpsgd.canaries import make_canary
 from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, load_npz, split_pretrain
 from rdpest.auditing.dpsgd.models import make_model
-from rdpest.auditing.dpsgd.training import DPSGDRun, canary_loss, pretrain, train_dp_sgd
+from rdpest.auditing.dpsgd.canaries import canary_loss
+from rdpest.auditing.dpsgd.config import DPSGDConfig
+from rdpest.auditing.dpsgd.run import DPSGDRun
+from rdpest.auditing.dpsgd.training import pretrain, train_dp_sgd
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
 
@@ -284,7 +287,7 @@ def test_expanded_weights_ghost_clipping_and_hooks_agree(small_audit, name):
 
 
 def test_auto_mode_picks_ghost_for_linear_models_and_ew_for_convolutions():
-    from rdpest.auditing.dpsgd.training import _choose_grad_sample_mode
+    from rdpest.auditing.dpsgd.engine import choose_grad_sample_mode as _choose_grad_sample_mode
 
     assert _choose_grad_sample_mode("auto", make_model("lr", 64, 10), True) == "ghost"
     assert _choose_grad_sample_mode("auto", make_model("mlp", 64, 10), True) == "ghost"
@@ -353,7 +356,9 @@ def test_canary_signal_vanishes_with_huge_noise_and_is_clear_with_tiny_noise(sma
     X, y, _, theta0 = small_audit
     canary = make_canary("blank", X, y)
     runs = {
-        sigma: DPSGDRun("lr", X, y, canary, theta0, noise_multiplier=sigma, steps=5)
+        sigma: DPSGDRun(
+            "lr", X, y, canary, theta0, config=DPSGDConfig(noise_multiplier=sigma, steps=5)
+        )
         for sigma in (1e4, 1e-3)
     }
     seeds = range(10)
@@ -370,7 +375,7 @@ def test_canary_signal_vanishes_with_huge_noise_and_is_clear_with_tiny_noise(sma
 def test_dpsgd_run_pickles_and_reproduces(small_audit):
     X, y, _, theta0 = small_audit
     canary = make_canary("blank", X, y)
-    run = DPSGDRun("lr", X, y, canary, theta0, noise_multiplier=1.0, steps=3)
+    run = DPSGDRun("lr", X, y, canary, theta0, config=DPSGDConfig(noise_multiplier=1.0, steps=3))
     clone = pickle.loads(pickle.dumps(run))
     first = run(True, seed=3)
     assert isinstance(first, float)
@@ -385,7 +390,8 @@ def test_dpsgd_run_pickles_and_reproduces(small_audit):
 def test_dpsgd_run_cnn_and_default_initialisation(digits):
     X, y = digits
     X, y = X[:60], y[:60]
-    run = DPSGDRun("cnn", X, y, make_canary("blank", X, y), None, noise_multiplier=1.0, steps=2)
+    config = DPSGDConfig(noise_multiplier=1.0, steps=2)
+    run = DPSGDRun("cnn", X, y, make_canary("blank", X, y), None, config=config)
     value = run(True, seed=0)
     assert np.isfinite(value) and value == pickle.loads(pickle.dumps(run))(True, seed=0)
 
@@ -446,15 +452,18 @@ def test_training_rejects_bad_model_and_data():
 def test_dpsgd_run_rejects_bad_input():
     X, y = _toy()
     canary = (np.zeros(4, np.float32), 0)
+    config = DPSGDConfig(noise_multiplier=1.0, steps=1)
     with pytest.raises(ValueError, match="canary"):
-        DPSGDRun("lr", X, y, (np.zeros(5), 0), noise_multiplier=1.0)
+        DPSGDRun("lr", X, y, (np.zeros(5), 0), config=config)
     with pytest.raises(ValueError, match="canary"):
-        DPSGDRun("lr", X, y, np.zeros(4), noise_multiplier=1.0)
+        DPSGDRun("lr", X, y, np.zeros(4), config=config)
     with pytest.raises(ValueError, match="initial_state"):
-        DPSGDRun("lr", X, y, canary, {"weight": np.zeros(3)}, noise_multiplier=1.0)
+        DPSGDRun("lr", X, y, canary, {"weight": np.zeros(3)}, config=config)
     with pytest.raises(ValueError, match="unknown model"):
-        DPSGDRun("svm", X, y, canary, noise_multiplier=1.0)
-    run = DPSGDRun("lr", X, y, canary, noise_multiplier=1.0, steps=1)
+        DPSGDRun("svm", X, y, canary, config=config)
+    with pytest.raises(ValueError, match="DPSGDConfig"):
+        DPSGDRun("lr", X, y, canary, config={"noise_multiplier": 1.0})
+    run = DPSGDRun("lr", X, y, canary, config=config)
     with pytest.raises(ValueError, match="include_canary"):
         run(1, 0)
     with pytest.raises(ValueError, match="seed"):
@@ -469,9 +478,8 @@ def test_cuda_training_is_reproducible(small_audit):
     assert next(a.parameters()).device.type == "cuda"
     assert torch.equal(_flat(a), _flat(b))
     assert canary_loss(a, np.zeros(64, np.float32), 0) > 0
-    run = DPSGDRun(
-        "lr", X, y, make_canary("blank", X, y), theta0, noise_multiplier=1.0, steps=3, device="cuda"
-    )
+    config = DPSGDConfig(noise_multiplier=1.0, steps=3)
+    run = DPSGDRun("lr", X, y, make_canary("blank", X, y), theta0, config=config, device="cuda")
     assert run(True, 1) == pickle.loads(pickle.dumps(run))(True, 1)
     poisson = train_dp_sgd(
         model, X, y, noise_multiplier=1.0, steps=3, seed=2, device="cuda", sample_rate=0.1

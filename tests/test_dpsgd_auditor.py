@@ -6,21 +6,21 @@ import torch
 
 from rdpest import DVRenyiEstimator
 from rdpest.auditing import AuditResult, DPSGDAuditor
-from rdpest.auditing import dpsgd as dpsgd_module
+from rdpest.auditing.dpsgd import auditor as dpsgd_module
 
 # Few steps, small model, tens of runs: what CI can afford.
-QUICK = {"alpha": 2.0, "epochs": 10, "n_runs": 60, "progress": False, "device": "cpu"}
+QUICK = {"alpha": 2.0, "steps": 10, "n_runs": 60, "progress": False, "device": "cpu"}
 
 
 def test_under_noised_dp_sgd_is_flagged_and_honest_dp_sgd_is_not():
     # Claim epsilon_2 = 1 (sigma solved by Opacus's accountant for 10 full-batch steps). The buggy
     # trainer adds a quarter of the claimed noise, so its true epsilon_2 is at most 16 -- and the
     # blank canary's loss separates the two arms almost perfectly.
-    buggy = DPSGDAuditor(epsilon_alpha=1.0, noise_scale_bug=0.25, **QUICK).run()
+    buggy = DPSGDAuditor(claimed_epsilon=1.0, noise_scale_bug=0.25, **QUICK).run()
     assert buggy.claimed_epsilon == pytest.approx(1.0, rel=1e-6)
     assert buggy.verdict == "violation"
     assert max(e["lower_bound"] for e in buggy.estimates.values() if e["certified"]) > 1.0
-    honest = DPSGDAuditor(epsilon_alpha=1.0, **QUICK).run()
+    honest = DPSGDAuditor(claimed_epsilon=1.0, **QUICK).run()
     assert honest.verdict == "consistent"
     assert set(honest.estimates) == {"dv", "bernoulli", "gdp_route"}
     assert honest.estimates["gdp_route"]["certified"] is False
@@ -28,17 +28,17 @@ def test_under_noised_dp_sgd_is_flagged_and_honest_dp_sgd_is_not():
 
 
 def test_claim_comes_from_the_accountant():
-    # Full batch: epsilon_alpha = T * alpha / (2 sigma^2) = 10 * 2 / (2 * 4^2).
+    # Full batch: claimed epsilon_alpha = T * alpha / (2 sigma^2) = 10 * 2 / (2 * 4^2).
     _, claimed, config = DPSGDAuditor(noise_multiplier=4.0, **QUICK).build()
     assert claimed == pytest.approx(10 * 2.0 / (2 * 16.0), rel=1e-9)
     assert config["noise_multiplier"] == 4.0 and config["steps"] == 10
-    _, claimed, config = DPSGDAuditor(epsilon_alpha=0.25, **QUICK).build()
+    _, claimed, config = DPSGDAuditor(claimed_epsilon=0.25, **QUICK).build()
     assert claimed == pytest.approx(0.25, rel=1e-6)
     assert config["noise_multiplier"] == pytest.approx(np.sqrt(10 * 2.0 / (2 * 0.25)), rel=1e-6)
 
 
 def test_resume_from_store_trains_nothing_again(tmp_path, monkeypatch):
-    options = {**QUICK, "n_runs": 12, "epochs": 3, "noise_multiplier": 2.0}
+    options = {**QUICK, "n_runs": 12, "steps": 3, "noise_multiplier": 2.0}
     options["estimators"] = {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=10)}
     first = DPSGDAuditor(store=tmp_path, **options).run()
     assert AuditResult.from_json(tmp_path / "result.json").verdict == first.verdict
@@ -56,7 +56,7 @@ def test_resume_from_store_trains_nothing_again(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("model, canary", [("cnn", "blank"), ("lr", "clipbkd")])
 def test_other_models_and_canaries_run(model, canary):
-    options = {**QUICK, "n_runs": 10, "epochs": 2, "noise_multiplier": 1.0}
+    options = {**QUICK, "n_runs": 10, "steps": 2, "noise_multiplier": 1.0}
     options["estimators"] = {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=5)}
     result = DPSGDAuditor(model=model, canary=canary, **options).run()
     assert np.all(np.isfinite(result.losses_with_canary))
@@ -67,7 +67,7 @@ def test_custom_data_and_user_canary():
     rng = np.random.default_rng(0)
     X = rng.random((120, 5), dtype=np.float32)
     y = (X[:, 0] > 0.5).astype(np.int64)
-    options = {**QUICK, "n_runs": 10, "epochs": 2, "noise_multiplier": 1.0}
+    options = {**QUICK, "n_runs": 10, "steps": 2, "noise_multiplier": 1.0}
     options["estimators"] = {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=5)}
     result = DPSGDAuditor(data=(X, y), canary=(np.ones(5), 1), **options).run()
     assert result.config["pipeline"]["canary_label"] == 1
@@ -76,13 +76,13 @@ def test_custom_data_and_user_canary():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({}, "exactly one of noise_multiplier and epsilon_alpha"),
-        ({"noise_multiplier": 1.0, "epsilon_alpha": 1.0}, "exactly one"),
+        ({}, "exactly one of noise_multiplier and claimed_epsilon"),
+        ({"noise_multiplier": 1.0, "claimed_epsilon": 1.0}, "exactly one"),
         ({"noise_multiplier": 0.0}, "noise_multiplier"),
         ({"noise_multiplier": -1.0}, "noise_multiplier"),
         ({"noise_multiplier": 1.0, "alpha": 1.0}, "alpha"),
         ({"noise_multiplier": 1.0, "n_runs": 3}, "n_runs=3 is too small"),
-        ({"noise_multiplier": 1.0, "epochs": 0}, "epochs"),
+        ({"noise_multiplier": 1.0, "steps": 0}, "steps"),
         ({"noise_multiplier": 1.0, "canary": (np.zeros(7), 0)}, "canary"),
         ({"noise_multiplier": 1.0, "data": (np.zeros((10, 3)), np.zeros(9))}, "same|length"),
         ({"noise_multiplier": 1.0, "model": "transformer"}, "model"),
@@ -102,7 +102,7 @@ def test_bad_input_raises_before_any_training(kwargs, match, monkeypatch):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_audit_runs():
-    options = {**QUICK, "n_runs": 10, "epochs": 3, "noise_multiplier": 1.0, "device": "cuda"}
+    options = {**QUICK, "n_runs": 10, "steps": 3, "noise_multiplier": 1.0, "device": "cuda"}
     options["estimators"] = {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=5)}
     result = DPSGDAuditor(**options).run()
     assert np.all(np.isfinite(result.losses_with_canary))

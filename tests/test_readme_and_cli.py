@@ -93,7 +93,7 @@ def test_estimate_errors(tmp_path, capsys):
 
 
 def test_audit_command_writes_results_and_resumes(tmp_path, capsys):
-    argv = ["audit", "--runs", "12", "--epochs", "3", "--n-jobs", "1", "--out", str(tmp_path)]
+    argv = ["audit", "--runs", "12", "--steps", "3", "--n-jobs", "1", "--out", str(tmp_path)]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "verdict:" in out

@@ -18,7 +18,7 @@ from torch import nn
 
 from rdpest import DVRenyiEstimator
 from rdpest.auditing import Auditor
-from rdpest.auditing import dpsgd as dpsgd_module
+from rdpest.auditing.dpsgd import auditor as dpsgd_module
 from rdpest.auditing.auditor import runs_per_call
 from rdpest.auditing.dpsgd import DPSGDAuditor
 from rdpest.auditing.dpsgd.canaries import make_canary
@@ -33,12 +33,9 @@ from rdpest.auditing.dpsgd.stacking import (
     stackable,
     unstack_model,
 )
-from rdpest.auditing.dpsgd.training import (
-    DPSGDRun,
-    resolve_stack_runs,
-    train_dp_sgd,
-    train_dp_sgd_many,
-)
+from rdpest.auditing.dpsgd.config import DPSGDConfig
+from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
+from rdpest.auditing.dpsgd.training import train_dp_sgd, train_dp_sgd_many
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
 
@@ -260,11 +257,11 @@ def test_train_dp_sgd_many_rejects_bad_input(data):
 
 # ------------------------------------------------------------------------------------------------
 # the score function and the auditor
-def _run(data, **kwargs):
+def _run(data, stack_runs="auto", **settings):
     X, y = data
     canary = make_canary("blank", X, y, label=3)
-    options = {"noise_multiplier": 1.0, "steps": 5, **kwargs}
-    return DPSGDRun("lr", X, y, canary, **options)
+    config = DPSGDConfig(**{"noise_multiplier": 1.0, "steps": 5, **settings})
+    return DPSGDRun("lr", X, y, canary, config=config, stack_runs=stack_runs)
 
 
 def test_score_many_equals_one_call_per_seed(data):
@@ -358,7 +355,7 @@ def test_auditor_rejects_a_bad_group_protocol():
 # A small stacked DP-SGD audit (the auditor clones the estimator, so sharing it is safe).
 _STACKED_AUDIT = {
     "noise_multiplier": 1.0,
-    "epochs": 3,
+    "steps": 3,
     "n_runs": 10,
     "stack_runs": 4,
     "progress": False,

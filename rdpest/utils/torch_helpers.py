@@ -13,8 +13,17 @@ from contextlib import contextmanager
 
 import numpy as np
 import torch
+from torch import nn
 
-__all__ = ["forked_rng", "num_threads", "resolve_device", "stream_seeds"]
+__all__ = [
+    "check_module",
+    "forked_rng",
+    "module_device",
+    "num_threads",
+    "resolve_device",
+    "stream_seeds",
+    "unwrap_module",
+]
 
 
 def resolve_device(device: str) -> torch.device:
@@ -76,3 +85,24 @@ def forked_rng(seed: int, device: torch.device) -> Iterator[None]:
             with torch.cuda.device(devices[0]):
                 torch.cuda.manual_seed(seed)
         yield
+
+
+def check_module(model) -> nn.Module:
+    """``model`` if it is a ``torch.nn.Module``, else a ValueError."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    return model
+
+
+def unwrap_module(model: nn.Module) -> nn.Module:
+    """The user module inside an Opacus ``GradSampleModule`` (or the module itself)."""
+    inner = getattr(model, "_module", None)
+    return inner if isinstance(inner, nn.Module) else model
+
+
+def module_device(model: nn.Module) -> torch.device:
+    """The device of the module's first parameter (the CPU for a module without parameters)."""
+    try:
+        return next(model.parameters()).device
+    except StopIteration:
+        return torch.device("cpu")

@@ -1,7 +1,6 @@
 """DPSGDAuditor: audit Opacus DP-SGD on real data (Kim, Varshney & Alabi 2026, Sec. 4).
 
-The set-up follows the paper and DESIGN.md's auditing rules: the data are split into a pretraining
-part and an audited part; non-private pretraining on the first gives the worst-case initial
+The data are split into a pretraining part and an audited part; non-private pretraining on the first gives the worst-case initial
 parameters θ₀ shared by all runs; each run trains DP-SGD (Opacus, RDP accountant, sum-reduced loss,
 full batch by default) from θ₀ on the audited part with or without the canary, and the canary's
 final loss is the run's score. The claimed ε_α comes from Opacus's RDP analysis at the audited α.
@@ -12,20 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from numbers import Integral
 
 import numpy as np
 import torch
 
-from rdpest.auditing.auditor import Auditor
+from rdpest.auditing.auditor import Auditor, check_audit_settings
 from rdpest.auditing.dpsgd.canaries import make_canary
+from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, split_pretrain
 from rdpest.auditing.dpsgd.models import make_model
-from rdpest.auditing.dpsgd.training import DPSGDRun, pretrain, resolve_stack_runs
+from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
+from rdpest.auditing.dpsgd.training import pretrain
 from rdpest.auditing.result import AuditResult
 from rdpest.stats.conversions import dpsgd_epsilon_alpha, noise_multiplier_for_epsilon_alpha
 from rdpest.utils.torch_helpers import resolve_device
-from rdpest.utils.validation import check_alpha, check_positive
+from rdpest.utils.validation import check_alpha, check_positive, check_sample_rate, check_steps
 
 __all__ = ["DPSGDAuditor"]
 
@@ -40,10 +40,11 @@ class DPSGDAuditor:
     alpha : float, default=2.0
         Rényi order of the audited claim.
     noise_multiplier : float, optional
-        DP-SGD's σ. Give exactly one of ``noise_multiplier`` and ``epsilon_alpha``.
-    epsilon_alpha : float, optional
-        Target ε_α: σ is solved with Opacus's RDP analysis so that the claim equals it.
-    epochs : int, default=100
+        DP-SGD's σ; the claim is then ε_α of these settings by Opacus's RDP analysis. Give
+        exactly one of ``noise_multiplier`` and ``claimed_epsilon``.
+    claimed_epsilon : float, optional
+        The ε_α the training claims: σ is solved with Opacus's RDP analysis so that it holds.
+    steps : int, default=100
         Number of DP-SGD steps (full-batch steps at ``sample_rate=1``).
     n_runs : int, default=500
         Runs with and runs without the canary.
@@ -62,9 +63,10 @@ class DPSGDAuditor:
         False uses one shared random θ₀.
     pretrain_fraction : float, default=0.5
     pretrain_epochs : int, default=50
+        Passes over the pretraining data.
     max_grad_norm : float, default=1.0
     learning_rate : float, default=1.0
-        Step on the mean noisy clipped gradient (see ``rdpest.auditing.dpsgd.training``).
+        Step on the mean noisy clipped gradient (see :class:`~rdpest.auditing.dpsgd.config.DPSGDConfig`).
     sample_rate : float, default=1.0
         Poisson sampling rate (1: full batch).
     beta : float, default=0.05
@@ -82,16 +84,16 @@ class DPSGDAuditor:
         keeps σ. Never set it outside tests and demonstrations.
     stack_runs : int or "auto", default="auto"
         Runs trained together as one stacked network (see
-        :class:`~rdpest.auditing.dpsgd.training.DPSGDRun`): ``"auto"`` stacks up to 16 full-batch runs of
-        the ``"lr"`` and ``"mlp"`` models (64 on a GPU; about 3× the models per second for logistic
-        regression on the CPU) and trains other models one at a time; 1 never stacks. Each run
+        :class:`~rdpest.auditing.dpsgd.run.DPSGDRun`): ``"auto"`` stacks up to 16 full-batch runs
+        of the ``"lr"`` and ``"mlp"`` models (64 on a GPU) and trains other models one at a time;
+        1 never stacks. Each run
         equals the unstacked run with its seed up to float rounding, so this is not part of the
         store's configuration.
 
     Examples
     --------
     >>> from rdpest.auditing import DPSGDAuditor
-    >>> result = DPSGDAuditor(alpha=2.0, epsilon_alpha=1.0, epochs=20, n_runs=100,
+    >>> result = DPSGDAuditor(alpha=2.0, claimed_epsilon=1.0, steps=20, n_runs=100,
     ...                       progress=False).run()  # doctest: +SKIP
     >>> print(result.summary())  # doctest: +SKIP
     """
@@ -100,9 +102,9 @@ class DPSGDAuditor:
         self,
         alpha: float = 2.0,
         noise_multiplier: float | None = None,
-        epsilon_alpha: float | None = None,
+        claimed_epsilon: float | None = None,
         *,
-        epochs: int = 100,
+        steps: int = 100,
         n_runs: int = 500,
         model="lr",
         canary="blank",
@@ -126,8 +128,8 @@ class DPSGDAuditor:
     ):
         self.alpha = alpha
         self.noise_multiplier = noise_multiplier
-        self.epsilon_alpha = epsilon_alpha
-        self.epochs = epochs
+        self.claimed_epsilon = claimed_epsilon
+        self.steps = steps
         self.n_runs = n_runs
         self.model = model
         self.canary = canary
@@ -150,25 +152,27 @@ class DPSGDAuditor:
         self.stack_runs = stack_runs
 
     # ------------------------------------------------------------------ set-up
-    def _noise_and_claim(self) -> tuple[float, float]:
+    def _config_and_claim(self) -> tuple[DPSGDConfig, float]:
+        """The DP-SGD settings (σ solved from the claim if given) and the claimed ε_α."""
         alpha = check_alpha(self.alpha)
-        if (
-            isinstance(self.epochs, bool)
-            or not isinstance(self.epochs, Integral)
-            or self.epochs < 1
-        ):
-            raise ValueError(f"epochs (DP-SGD steps) must be an integer >= 1, got {self.epochs!r}")
-        if (self.noise_multiplier is None) == (self.epsilon_alpha is None):
-            raise ValueError("give exactly one of noise_multiplier and epsilon_alpha")
+        steps = check_steps(self.steps)
+        sample_rate = check_sample_rate(self.sample_rate)
+        if (self.noise_multiplier is None) == (self.claimed_epsilon is None):
+            raise ValueError("give exactly one of noise_multiplier and claimed_epsilon")
         if self.noise_multiplier is not None:
             sigma = check_positive(self.noise_multiplier, "noise_multiplier")
         else:
-            target = check_positive(self.epsilon_alpha, "epsilon_alpha")
-            sigma = noise_multiplier_for_epsilon_alpha(
-                target, self.sample_rate, int(self.epochs), alpha
-            )
-        claimed = dpsgd_epsilon_alpha(sigma, self.sample_rate, int(self.epochs), alpha)
-        return sigma, claimed
+            target = check_positive(self.claimed_epsilon, "claimed_epsilon")
+            sigma = noise_multiplier_for_epsilon_alpha(target, sample_rate, steps, alpha)
+        config = DPSGDConfig(
+            noise_multiplier=sigma,
+            max_grad_norm=self.max_grad_norm,
+            steps=steps,
+            learning_rate=self.learning_rate,
+            sample_rate=sample_rate,
+            noise_scale_bug=self.noise_scale_bug,
+        )
+        return config, dpsgd_epsilon_alpha(sigma, sample_rate, steps, alpha)
 
     def _data(self):
         if self.data is None:
@@ -187,12 +191,19 @@ class DPSGDAuditor:
         config : dict
             The fingerprint that identifies this audit in a store.
         """
-        sigma, claimed = self._noise_and_claim()
-        check_positive(self.noise_scale_bug, "noise_scale_bug")
+        config, claimed = self._config_and_claim()
         device = resolve_device(self.device)
-        # The generic audit parameters (n_runs against the estimators' splits, beta, n_jobs, ...)
+        # The generic audit settings (n_runs against the estimators' splits, beta, n_jobs, ...)
         # are checked before any training, pretraining included.
-        self._generic_auditor(score_fn=_never_called, claimed=claimed, config={})._validate()
+        check_audit_settings(
+            claimed_epsilon=claimed,
+            alpha=self.alpha,
+            beta=self.beta,
+            n_runs=self.n_runs,
+            estimators=self.estimators,
+            n_jobs=self.n_jobs,
+            random_state=self.random_state,
+        )
         X, y = self._data()
         if not 0.0 < float(self.pretrain_fraction) < 1.0:
             raise ValueError(f"pretrain_fraction must lie in (0, 1), got {self.pretrain_fraction}")
@@ -212,7 +223,7 @@ class DPSGDAuditor:
             initial,
             n_rows=len(y_audit) + 1,
             input_ndim=X.ndim,
-            sample_rate=float(self.sample_rate),
+            sample_rate=config.sample_rate,
             device=device,
         )
         if self.pretrain:
@@ -233,18 +244,13 @@ class DPSGDAuditor:
             y_audit,
             canary,
             state,
-            noise_multiplier=sigma,
-            max_grad_norm=self.max_grad_norm,
-            steps=int(self.epochs),
-            learning_rate=self.learning_rate,
-            sample_rate=self.sample_rate,
+            config=config,
             device=str(device),
             input_shape=input_shape,
             n_classes=n_classes,
-            noise_scale_bug=self.noise_scale_bug,
             stack_runs=self.stack_runs,
         )
-        config = {
+        fingerprint = {
             "mechanism": "opacus-dp-sgd",
             "data_sha256": _digest(X, y),
             "model": self.model if isinstance(self.model, str) else _name(self.model),
@@ -253,14 +259,14 @@ class DPSGDAuditor:
             "pretrain": bool(self.pretrain),
             "pretrain_fraction": float(self.pretrain_fraction),
             "pretrain_epochs": int(self.pretrain_epochs),
-            "noise_multiplier": sigma,
-            "steps": int(self.epochs),
-            "max_grad_norm": float(self.max_grad_norm),
-            "learning_rate": float(self.learning_rate),
-            "sample_rate": float(self.sample_rate),
-            "noise_scale_bug": float(self.noise_scale_bug),
+            "noise_multiplier": config.noise_multiplier,
+            "steps": config.steps,
+            "max_grad_norm": config.max_grad_norm,
+            "learning_rate": config.learning_rate,
+            "sample_rate": config.sample_rate,
+            "noise_scale_bug": config.noise_scale_bug,
         }
-        return score_fn, claimed, config
+        return score_fn, claimed, fingerprint
 
     def _generic_auditor(self, score_fn, claimed: float, config: dict) -> Auditor:
         return Auditor(
@@ -284,10 +290,6 @@ class DPSGDAuditor:
     def run(self) -> AuditResult:
         """Train the runs (resuming from ``store``), estimate, and return the verdict."""
         return self.auditor().run()
-
-
-def _never_called(include_canary: bool, seed: int) -> float:  # pragma: no cover
-    raise AssertionError("placeholder score function used only for validation")
 
 
 def _digest(*arrays) -> str:

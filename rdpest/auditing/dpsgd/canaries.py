@@ -7,9 +7,7 @@
   hardly pushes. Given the initial model, its label is the class that model finds least likely
   for the blank input, as for ClipBKD: the canary's gradient norm is what the audit can detect
   (for logistic regression a blank input only moves the bias, by p − e_y, whose norm is below
-  C = 1 when p is near uniform), and the least likely class makes it largest. Measured on the
-  digits with the pretrained logistic regression: norm 0.980 for that class against 0.951 for
-  class 0, so the loss distributions' D_α is ×(0.980/0.951)² ≈ 1.06 larger.
+  C = 1 when p is near uniform), and the least likely class makes it largest.
 - ``"clipbkd"``: ClipBKD of Jagielski, Ullman & Oprea 2020, "Auditing Differentially Private
   Machine Learning: How Private is Private SGD?" (NeurIPS): the input is the direction in which
   the training data varies least (the last right singular vector of the centred data), so the
@@ -17,6 +15,8 @@
   the label is the class the (initial) model finds least likely, so its gradient is large and
   survives clipping at full norm.
 - a user-supplied ``(x, y)`` pair.
+
+The audit's score is the canary's loss under a trained model, :func:`canary_loss`.
 """
 
 from __future__ import annotations
@@ -27,15 +27,11 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["CANARIES", "make_canary"]
+from rdpest.utils.torch_helpers import check_module, module_device, unwrap_module
+
+__all__ = ["CANARIES", "canary_loss", "make_canary"]
 
 CANARIES = ("blank", "clipbkd")
-
-
-def _unwrap(model: nn.Module) -> nn.Module:
-    """Return the user module inside an Opacus GradSampleModule (or the module itself)."""
-    inner = getattr(model, "_module", None)
-    return inner if isinstance(inner, nn.Module) else model
 
 
 def _check_label(label, n_classes: int | None) -> int:
@@ -49,7 +45,7 @@ def _check_label(label, n_classes: int | None) -> int:
 
 
 def _least_likely_label(model: nn.Module, x: np.ndarray) -> int:
-    module = _unwrap(model)
+    module = unwrap_module(model)
     try:
         device = next(module.parameters()).device
     except StopIteration:
@@ -186,3 +182,57 @@ def make_canary(
             "class) or an explicit label"
         )
     return x, _least_likely_label(model, x)
+
+
+def canary_loss(model: nn.Module, x, y) -> float:
+    """Cross-entropy loss of the single example ``(x, y)`` under ``model``.
+
+    Evaluated in eval mode without gradients (the model's mode is restored afterwards); an
+    Opacus ``GradSampleModule`` is unwrapped first.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Classifier returning logits.
+    x : array-like or torch.Tensor
+        One example, shaped like one row of the training data (no batch dimension).
+    y : int
+        Its class.
+
+    Returns
+    -------
+    float
+        ``-log softmax(model(x))[y]``.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not an integer or is out of the range of the model's classes.
+
+    Examples
+    --------
+    >>> net = nn.Linear(3, 4)
+    >>> _ = nn.init.zeros_(net.weight), nn.init.zeros_(net.bias)
+    >>> round(canary_loss(net, np.ones(3), 2), 6) == round(float(np.log(4)), 6)
+    True
+    """
+    module = unwrap_module(check_module(model))
+    if isinstance(y, torch.Tensor) and y.numel() == 1:
+        y = int(y.item())
+    if isinstance(y, bool) or not isinstance(y, numbers.Integral):
+        raise ValueError(f"y must be an integer class, got {y!r}")
+    device = module_device(module)
+    x_t = torch.as_tensor(x, dtype=torch.float32, device=device).unsqueeze(0)
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            logits = module(x_t)
+    finally:
+        module.train(was_training)
+    if logits.ndim != 2 or logits.shape[0] != 1 or not 0 <= int(y) < logits.shape[1]:
+        raise ValueError(
+            f"y={y!r} must be a class in [0, n_classes) of logits shaped (1, n_classes); got "
+            f"logits of shape {tuple(logits.shape)}"
+        )
+    return float(torch.nn.functional.cross_entropy(logits, torch.tensor([int(y)], device=device)))

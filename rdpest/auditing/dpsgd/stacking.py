@@ -60,6 +60,7 @@ __all__ = [
     "StackedLinear",
     "auto_stack_size",
     "opacus_supports_stacking",
+    "opacus_version_message",
     "stack_model",
     "stackable",
     "unstack_model",
@@ -277,6 +278,16 @@ def opacus_supports_stacking() -> bool:
     import opacus
 
     return ".".join(opacus.__version__.split(".")[:2]) in TESTED_OPACUS
+
+
+def opacus_version_message() -> str:
+    """Why stacking is refused on an Opacus release it was not checked against."""
+    import opacus
+
+    return (
+        f"stacked training was checked against Opacus {' and '.join(TESTED_OPACUS)}, not the "
+        f"installed {opacus.__version__}"
+    )
 
 
 def auto_stack_size(
