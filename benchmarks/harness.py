@@ -75,18 +75,18 @@ def _make_estimator(name: str, family: str, params: dict, alpha: float, seed: in
 
 
 def _oracle_bound(est, X, Y, ratio, alpha) -> float:
-    details = est.directions_["forward"].details
+    forward = est.directions_["forward"]
     in_p = np.zeros(len(X), dtype=bool)
-    in_p[details["test_index_p"]] = True
+    in_p[forward.test_index_p] = True
     in_q = np.zeros(len(Y), dtype=bool)
-    in_q[details["test_index_q"]] = True
+    in_q[forward.test_index_q] = True
     cert = certify_critic(
         ratio(X[~in_p]),
         ratio(Y[~in_q]),
         ratio(X[in_p]),
         ratio(Y[in_q]),
         alpha=alpha,
-        beta=est.directions_["forward"].beta,
+        beta=forward.beta,
         method=est.confidence,
         kind=est.certificate,
     )
@@ -108,7 +108,7 @@ def run_cell(
         start = time.perf_counter()
         est.fit(X, Y)
         seconds = time.perf_counter() - start
-        raw = est.directions_["forward"].details.get("raw_lower_bound", est.lower_bound_)
+        raw = est.directions_["forward"].raw_lower_bound
         rows.append(
             {
                 "point": est.divergence_,

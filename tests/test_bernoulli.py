@@ -210,17 +210,18 @@ def test_bonferroni_reproduces_hand_computed_bound(conversion):
 def test_split_bound_is_consistent_with_its_counts():
     X, Y, _ = make_renyi_pair("gaussian_shift", 2.0, 1.0, (600, 400), random_state=0)
     est = BernoulliTPRFPRBaseline(2.0, BETA, test_fraction=0.4, random_state=1).fit(X, Y)
-    d = est.directions_["forward"].details
-    assert d["n_test"] == (240, 160) and d["n_train"] == (360, 240)
-    k_p, k_q = d["successes"]
-    assert d["tpr_lower"] == pytest.approx(stats.beta.ppf(BETA / 2, k_p, 240 - k_p + 1))
-    assert d["fpr_upper"] == pytest.approx(stats.beta.ppf(1 - BETA / 2, k_q + 1, 160 - k_q))
+    result = est.directions_["forward"]
+    d = result.diagnostics
+    assert result.n_test == (240, 160) and result.n_train == (360, 240)
+    k_p, k_q = d.successes
+    assert d.tpr_lower == pytest.approx(stats.beta.ppf(BETA / 2, k_p, 240 - k_p + 1))
+    assert d.fpr_upper == pytest.approx(stats.beta.ppf(1 - BETA / 2, k_q + 1, 160 - k_q))
     assert est.lower_bound_ == pytest.approx(
-        bernoulli_renyi_divergence(2.0, d["tpr_lower"], d["fpr_upper"])
+        bernoulli_renyi_divergence(2.0, d.tpr_lower, d.fpr_upper)
     )
     # The certifying counts are those of the fitted threshold on the held-out samples.
-    assert k_p == np.sum(X[d["test_index_p"]] > est.threshold_)
-    assert k_q == np.sum(Y[d["test_index_q"]] > est.threshold_)
+    assert k_p == np.sum(X[result.test_index_p] > est.threshold_)
+    assert k_q == np.sum(Y[result.test_index_q] > est.threshold_)
     assert est.side_ == "upper" and 0.0 < est.lower_bound_ < 1.0
 
 
@@ -254,7 +255,7 @@ def test_max_reports_epsilon_of_the_larger_direction():
     est.fit(X, Y)
     best = max(est.directions_.values(), key=lambda r: r.lower_bound)
     assert est.lower_bound_ == best.lower_bound
-    assert est.mu_ == best.details["mu"] and est.epsilon_ == best.details["epsilon"]
+    assert est.mu_ == best.diagnostics.mu and est.epsilon_ == best.diagnostics.epsilon
     assert est.mu_ >= 0.0 and not est.certified_
 
 

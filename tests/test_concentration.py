@@ -148,7 +148,7 @@ def test_markov_matches_theorem_formula():
     d_p = math.log(np.mean(np.exp((alpha - 1) * loss(X)))) / (alpha - 1)
     q_only = MarkovRenyiBound(alpha, BETA, log_ratio=loss, sample="q").fit(X, Y)
     assert q_only.divergence_ == pytest.approx(d_q, rel=1e-12)
-    raw = q_only.directions_["forward"].details["raw_lower_bound"]
+    raw = q_only.directions_["forward"].raw_lower_bound
     assert raw == pytest.approx(d_q - math.log(1 / BETA) / (alpha - 1), rel=1e-12)
     both = MarkovRenyiBound(alpha, BETA, log_ratio=loss, sample="both").fit(X, Y)
     expected = max(d_p, d_q) - math.log(2 / BETA) / (alpha - 1)  # beta/2 per form
@@ -261,7 +261,7 @@ def test_hoeffding_matches_theorem_formulas():
     assert est.upper_bound_ == pytest.approx(min(upper, alpha * bound / (alpha - 1)), rel=1e-12)
     assert est.lower_bound_ == pytest.approx(lower, rel=1e-12, abs=1e-12)
     assert est.divergence_ == pytest.approx(math.log(z_hat) / (alpha - 1), rel=1e-12)
-    joint_lower, joint_upper = est.directions_["forward"].details["interval"]
+    joint_lower, joint_upper = est.directions_["forward"].diagnostics.interval
     assert joint_lower <= est.lower_bound_ and joint_upper == est.upper_bound_
 
 
@@ -305,7 +305,7 @@ def test_hoeffding_clips_estimated_loss():
     X, Y, _ = sample(400, 2)
     est = HoeffdingRenyiBound(privacy_loss_bound=0.5, random_state=0).fit(X, Y)
     assert not est.certified_
-    assert est.directions_["forward"].details["n_clipped"] > 0
+    assert est.directions_["forward"].diagnostics.n_clipped > 0
     assert est.lower_bound_ <= est.upper_bound_ <= 2.0 * 0.5  # αB/(α − 1)
 
 
@@ -415,7 +415,7 @@ def test_estimator_log_ratio_is_used_but_not_certified():
     exact = MarkovRenyiBound(log_ratio=loss).fit(X, Y)
     assert not from_model.certified_ and exact.certified_
     assert from_model.divergence_ == pytest.approx(exact.divergence_, rel=1e-12)
-    assert from_model.directions_["forward"].details["n_test"] == (500, 500)
+    assert from_model.directions_["forward"].n_test == (500, 500)
     reverse = MarkovRenyiBound(log_ratio=_RatioModel(slope), direction="reverse").fit(X, Y)
     exact_reverse = MarkovRenyiBound(log_ratio=loss, direction="reverse").fit(X, Y)
     assert reverse.divergence_ == pytest.approx(exact_reverse.divergence_, rel=1e-12)
@@ -437,9 +437,9 @@ def test_gaussian_fit_splits_and_is_not_certified():
     _, sample = _pair("gaussian_shift", 2.0, 1.0)
     X, Y, truth = sample((4000, 3000), 0)
     est = MarkovRenyiBound(2.0, test_fraction=0.25, random_state=0).fit(X, Y)
-    details = est.directions_["forward"].details
+    result = est.directions_["forward"]
     assert not est.certified_
-    assert details["n_test"] == (1000, 750) and details["n_train"] == (3000, 2250)
+    assert result.n_test == (1000, 750) and result.n_train == (3000, 2250)
     assert est.divergence_ == pytest.approx(truth, rel=0.2)
     again = MarkovRenyiBound(2.0, test_fraction=0.25, random_state=0).fit(X, Y)
     assert again.divergence_ == est.divergence_ and again.lower_bound_ == est.lower_bound_

@@ -32,7 +32,7 @@ def test_fit_estimates_and_bounds_a_known_divergence():
     assert est.certified_ is True
     forward = est.directions_["forward"]
     assert forward.beta == 0.05
-    assert forward.details["n_test"] == (1500, 1500)
+    assert forward.n_test == (1500, 1500)
     assert len(est.history_["forward"]) >= 1
     assert est.critic_ is est.critics_["forward"]
 
@@ -63,7 +63,7 @@ def test_unequal_sizes_and_multivariate_input():
     assert X.shape == (900, 2) and Y.shape == (600, 2)
     est = DVRenyiEstimator(alpha=2.0, random_state=0).fit(X, Y)
     assert est.n_features_in_ == 2
-    assert est.directions_["forward"].details["n_test"] == (450, 300)
+    assert est.directions_["forward"].n_test == (450, 300)
     assert 0.0 <= est.lower_bound_ < truth
     assert 0.3 * truth < est.divergence_ < 2 * truth
     assert est.log_ratio(X[:5]).shape == (5,)
@@ -83,7 +83,7 @@ def test_directions_reverse_and_max():
     assert both.divergence_ == max(r.divergence for r in both.directions_.values())
     # reverse on (X, Y) is forward on (Y, X) with the same seed stream position.
     swapped = DVRenyiEstimator(direction="reverse", **FAST).fit(Y, X)
-    assert swapped.directions_["reverse"].details["n_test"] == (300, 300)
+    assert swapped.directions_["reverse"].n_test == (300, 300)
 
 
 def test_score_is_a_held_out_estimate_and_grid_search_works():
@@ -125,10 +125,10 @@ def test_confidence_methods_order(confidence):
 def test_certificate_kinds(kind):
     X, Y, truth = _gaussian_pair(1.0, n=1000, seed=9)
     est = DVRenyiEstimator(certificate=kind, **FAST).fit(X, Y)
-    details = est.directions_["forward"].details
+    details = est.directions_["forward"].diagnostics
     assert 0.0 <= est.lower_bound_ < truth
-    assert details["certificate"] in (("bracket", "threshold") if kind == "auto" else (kind,))
-    assert (details["window"] is None) == (details["certificate"] == "threshold")
+    assert details.certificate in (("bracket", "threshold") if kind == "auto" else (kind,))
+    assert (details.window is None) == (details.certificate == "threshold")
 
 
 def test_betting_certificate_is_tighter_than_hoeffding():
@@ -143,7 +143,7 @@ def test_dv_objective_and_cross_fitting_run():
     est = DVRenyiEstimator(objective="dv", batch_size=128, **FAST).fit(X, Y)
     assert np.isfinite(est.divergence_) and 0.0 <= est.lower_bound_ < truth
     cf = DVRenyiEstimator(cross_fit=True, **FAST).fit(X, Y)
-    assert len(cf.directions_["forward"].details["fold_lower_bounds"]) == 2
+    assert len(cf.directions_["forward"].diagnostics.fold_lower_bounds) == 2
     assert 0.0 <= cf.lower_bound_ < truth
 
 
@@ -153,7 +153,7 @@ def test_repeated_partitions_steady_the_point_estimate_and_leave_the_bound_alone
     five = DVRenyiEstimator(n_repeats=5, **FAST).fit(X, Y)
     # The first partition is the same, so the certified bound is identical.
     assert five.lower_bound_ == one.lower_bound_
-    points = five.directions_["forward"].details["repeat_points"]
+    points = five.directions_["forward"].diagnostics.repeat_points
     assert len(points) == 5 and points[0] == one.divergence_
     assert five.divergence_ == pytest.approx(np.median(points))
     assert np.all(np.isfinite(points))
@@ -183,7 +183,7 @@ def test_identical_or_constant_samples_give_zero_without_warnings(kind):
         est = DVRenyiEstimator(**FAST).fit(X, X.copy())
     assert np.isfinite(est.divergence_) and abs(est.divergence_) < 0.1
     assert est.lower_bound_ <= 0.0
-    assert est.directions_["forward"].details["raw_lower_bound"] <= 0.0
+    assert est.directions_["forward"].raw_lower_bound <= 0.0
 
 
 def test_verbose_shows_progress(capsys):
@@ -332,7 +332,7 @@ def test_lower_bound_coverage(family, alpha, divergence):
             est = DVRenyiEstimator(
                 alpha=alpha, beta=beta, max_epochs=60, certificate=kind, random_state=rep
             ).fit(X, Y)
-            failures[kind] += est.directions_["forward"].details["raw_lower_bound"] > truth
+            failures[kind] += est.directions_["forward"].raw_lower_bound > truth
     for count in failures.values():
         assert_coverage(count, repetitions, beta)
 

@@ -15,48 +15,20 @@ most β/2 + β/2 (union bound).
 
 from __future__ import annotations
 
-import math
 from abc import ABCMeta, abstractmethod
-from dataclasses import dataclass, field
 from numbers import Real
-from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from rdpest.estimators.results import DirectionResult
 from rdpest.utils.validation import seed_from_random_state
 
 __all__ = ["DirectionResult", "RenyiEstimatorBase"]
 
 DIRECTIONS = ("forward", "reverse", "max")
-
-
-@dataclass
-class DirectionResult:
-    """What an estimator found in one direction (P‖Q for ``"forward"``, Q‖P for ``"reverse"``).
-
-    Attributes
-    ----------
-    divergence : float
-        Point estimate of D_α in the standard RDP scale.
-    lower_bound : float
-        One-sided lower confidence bound at the direction's level ``beta`` (clamped at 0, since
-        D_α >= 0; the unclamped value is ``details["raw_lower_bound"]`` where it exists).
-    beta : float
-        The error level spent on this direction.
-    upper_bound : float
-        Upper confidence bound where the estimator has one, else ``nan``.
-    details : dict
-        Estimator-specific diagnostics (window, split sizes, epochs, ...).
-    """
-
-    divergence: float
-    lower_bound: float
-    beta: float
-    upper_bound: float = math.nan
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):

@@ -27,8 +27,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from rdpest.estimators.base import DirectionResult, RenyiEstimatorBase
+from rdpest.estimators.base import RenyiEstimatorBase
 from rdpest.estimators.critics import ACTIVATIONS, BoundedMLP
+from rdpest.estimators.results import DirectionResult, DVDiagnostics
 from rdpest.estimators.splits import min_dv_sample_size, split_indices
 from rdpest.stats.bounds import MEAN_BOUND_METHODS
 from rdpest.stats.certificates import (
@@ -120,7 +121,8 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         Always True: the bound needs only i.i.d. samples (given in an order that does not
         depend on their values: do not sort them).
     directions_ : dict of str to DirectionResult
-        Per-direction estimate, bound, level and details (window, split sizes, best epoch).
+        Per-direction estimate, bound, level, split sizes and certifying rows; ``diagnostics``
+        is a :class:`~rdpest.estimators.results.DVDiagnostics` (window, best epoch, ...).
     critics_ : dict of str to BoundedMLP
         The fitted critic of each direction (on the CPU); ``critic_`` is the first.
     critic_ranges_ : dict of str to tuple of float
@@ -305,25 +307,24 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         self.critic_ranges_[direction] = ranges[best]
         self.history_[direction] = histories[best]
         cert = certificates[best]
-        details = {
-            "raw_lower_bound": cert.lower_bound,
-            "certificate": cert.kind,
-            "window": cert.window,
-            "threshold": cert.threshold,
-            "critic_range": ranges[best],
-            "n_train": (len(parts_p[0]), len(parts_q[0])),
-            "n_test": (len(parts_p[1]), len(parts_q[1])),
-            "best_epoch": histories[best][-1]["best_epoch"] if histories[best] else 0,
-            "fold_lower_bounds": [c.lower_bound for c in certificates],
-            "repeat_points": repeat_points,
-            "test_index_p": parts_p[2],
-            "test_index_q": parts_q[2],
-        }
         return DirectionResult(
             divergence=float(np.median(repeat_points)),
             lower_bound=max(0.0, cert.lower_bound),
             beta=beta,
-            details=details,
+            raw_lower_bound=cert.lower_bound,
+            n_train=(len(parts_p[0]), len(parts_q[0])),
+            n_test=(len(parts_p[1]), len(parts_q[1])),
+            test_index_p=parts_p[2],
+            test_index_q=parts_q[2],
+            diagnostics=DVDiagnostics(
+                certificate=cert.kind,
+                window=cert.window,
+                threshold=cert.threshold,
+                critic_range=ranges[best],
+                best_epoch=histories[best][-1]["best_epoch"] if histories[best] else 0,
+                fold_lower_bounds=[c.lower_bound for c in certificates],
+                repeat_points=repeat_points,
+            ),
         )
 
     def _partition(self, P, Q, rng):

@@ -34,7 +34,12 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from rdpest.estimators.base import DirectionResult, RenyiEstimatorBase
+from rdpest.estimators.base import RenyiEstimatorBase
+from rdpest.estimators.results import (
+    DirectionResult,
+    HoeffdingDiagnostics,
+    MarkovDiagnostics,
+)
 from rdpest.estimators.splits import min_two_way_sample_size, split_indices
 from rdpest.stats.bounds import hoeffding_lower_bound, mean_upper_bound
 
@@ -176,26 +181,27 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
         return self._ratio_kind() == "exact"
 
     def _directed_loss(self, P, Q, seed, direction):
-        """The privacy loss of this direction and the samples that certify with it."""
-        kind = self._ratio_kind()
-        if kind != "gaussian":
+        """The privacy loss of this direction, the samples that certify with it, and the split.
+
+        The split is given as the :class:`DirectionResult` fields ``n_train``, ``n_test``,
+        ``test_index_p`` and ``test_index_q``.
+        """
+        if self._ratio_kind() != "gaussian":
             # A given ratio was not fitted on these samples: all of them certify.
             ratio = _DirectedLogRatio(self.log_ratio, -1.0 if direction == "reverse" else 1.0)
-            details = {"log_ratio": kind, "n_train": (0, 0), "n_test": (len(P), len(Q))}
-            return ratio, P, Q, details
+            return ratio, P, Q, {"n_train": (0, 0), "n_test": (len(P), len(Q))}
         rng = np.random.default_rng(seed)
         train_p, test_p = split_indices(len(P), round(len(P) * self.test_fraction), rng)
         train_q, test_q = split_indices(len(Q), round(len(Q) * self.test_fraction), rng)
         # Fitted on the swapped samples in the reverse direction, so it estimates log q/p there.
         ratio = _GaussianLogRatio(P[train_p], Q[train_q])
-        details = {
-            "log_ratio": kind,
+        split = {
             "n_train": (len(train_p), len(train_q)),
             "n_test": (len(test_p), len(test_q)),
             "test_index_p": test_p,
             "test_index_q": test_q,
         }
-        return ratio, P[test_p], Q[test_q], details
+        return ratio, P[test_p], Q[test_q], split
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -270,7 +276,9 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
     certified_ : bool
         True when ``log_ratio`` is a callable (the exact privacy loss), else False.
     directions_ : dict of str to DirectionResult
-        Per direction; ``details`` holds the raw bound and the estimate of each form used.
+        Per direction; ``diagnostics`` is a
+        :class:`~rdpest.estimators.results.MarkovDiagnostics` (the form used, the estimate and
+        unclamped bound of each form).
     log_ratios_ : dict of str to callable
         The privacy loss used in each direction (``log_ratios_[d](A, name)``).
     n_features_in_ : int
@@ -324,7 +332,7 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         self.random_state = random_state
 
     def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
-        ratio, P_cert, Q_cert, details = self._directed_loss(P, Q, seed, direction)
+        ratio, P_cert, Q_cert, split = self._directed_loss(P, Q, seed, direction)
         self.log_ratios_[direction] = ratio
         name_p, name_q = _sample_names(direction)
         alpha = float(self.alpha)
@@ -342,19 +350,20 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
             # Thm 3.1: Markov gives P(mean > E/β) <= β, i.e. log E >= log mean − log(1/β).
             raw_bounds[form] = (log_mean - math.log(1.0 / form_beta)) / (alpha - 1.0)
         best = max(raw_bounds, key=raw_bounds.get)
-        details.update(
-            raw_lower_bound=raw_bounds[best],
-            form=best,
-            form_beta=form_beta,
-            estimates=estimates,
-            raw_lower_bounds=raw_bounds,
-        )
         point = estimates["p"] if "p" in estimates else estimates["q"]
         return DirectionResult(
             divergence=float(point),
             lower_bound=max(0.0, float(raw_bounds[best])),
             beta=beta,
-            details=details,
+            raw_lower_bound=raw_bounds[best],
+            **split,
+            diagnostics=MarkovDiagnostics(
+                log_ratio=self._ratio_kind(),
+                form=best,
+                form_beta=form_beta,
+                estimates=estimates,
+                raw_lower_bounds=raw_bounds,
+            ),
         )
 
     def _score_direction(self, X, Y, direction) -> float:
@@ -386,7 +395,7 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
     Each bound holds with probability at least 1 − β on its own. Theorem B.2 takes its radius
     from the TWO-sided Hoeffding inequality (β/2 per side), so the interval [Ẑ − t, Ẑ + t] with
     t = M·√(log(2/β)/(2n)) holds jointly at 1 − β: its lower end is reported in
-    ``directions_[...].details["interval"]`` together with the upper bound; ``lower_bound_`` is
+    ``directions_[...].diagnostics.interval`` together with the upper bound; ``lower_bound_`` is
     the tighter one-sided Theorem B.3 bound. (``lower_bound_`` and ``upper_bound_`` taken
     together hold with probability at least 1 − 2β.)
 
@@ -430,8 +439,9 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         True when ``log_ratio`` is a callable (the exact privacy loss), else False. Both bounds
         also need the assumption L ≤ B, which ``fit`` checks on every sample it evaluates.
     directions_ : dict of str to DirectionResult
-        Per direction, with ``upper_bound`` set; ``details`` holds the raw lower bound, Ẑ/M, the
-        Hoeffding radii and the joint two-sided interval.
+        Per direction, with ``upper_bound`` set; ``diagnostics`` is a
+        :class:`~rdpest.estimators.results.HoeffdingDiagnostics` (Ẑ/M, the Hoeffding radii and
+        the joint two-sided interval).
     log_ratios_ : dict of str to callable
         The privacy loss used in each direction.
     n_features_in_ : int
@@ -506,7 +516,7 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         return np.minimum(values, bound), int(np.sum(values > limit))
 
     def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
-        ratio, P_cert, Q_cert, details = self._directed_loss(P, Q, seed, direction)
+        ratio, P_cert, Q_cert, split = self._directed_loss(P, Q, seed, direction)
         self.log_ratios_[direction] = ratio
         name_p, name_q = _sample_names(direction)
         alpha, bound = float(self.alpha), float(self.privacy_loss_bound)
@@ -537,20 +547,21 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
             (log_m + math.log(lower_mean)) / (alpha - 1.0) if lower_mean > 0.0 else -math.inf
         )
         upper = (log_m + math.log(upper_mean)) / (alpha - 1.0)
-        details.update(
-            raw_lower_bound=raw_lower,
-            scaled_mean=float(scaled.mean()),
-            radius_lower=math.sqrt(math.log(1.0 / beta) / (2.0 * n)),
-            radius_upper=radius_two_sided,
-            interval=(to_divergence(joint_lower_mean), upper),
-            n_clipped=n_clipped,
-        )
         return DirectionResult(
             divergence=_log_mean_exp(alpha * loss) / (alpha - 1.0),
             lower_bound=to_divergence(lower_mean),
             beta=beta,
             upper_bound=upper,
-            details=details,
+            raw_lower_bound=raw_lower,
+            **split,
+            diagnostics=HoeffdingDiagnostics(
+                log_ratio=self._ratio_kind(),
+                scaled_mean=float(scaled.mean()),
+                radius_lower=math.sqrt(math.log(1.0 / beta) / (2.0 * n)),
+                radius_upper=radius_two_sided,
+                interval=(to_divergence(joint_lower_mean), upper),
+                n_clipped=n_clipped,
+            ),
         )
 
     def _score_direction(self, X, Y, direction) -> float:

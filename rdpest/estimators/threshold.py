@@ -34,8 +34,9 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from rdpest.estimators.base import DirectionResult, RenyiEstimatorBase
+from rdpest.estimators.base import RenyiEstimatorBase
 from rdpest.estimators.privacy_loss import _call_on_samples
+from rdpest.estimators.results import DirectionResult, ThresholdDiagnostics
 from rdpest.estimators.splits import min_two_way_sample_size, split_indices
 from rdpest.stats.bounds import _clopper_pearson
 from rdpest.stats.certificates import (
@@ -207,7 +208,9 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
     thresholds_ : dict of str to (float, str)
         Threshold and side per direction.
     directions_ : dict of str to DirectionResult
-        Per direction; ``details`` holds counts, rates, their bounds, ε and μ.
+        Per direction; ``diagnostics`` is a
+        :class:`~rdpest.estimators.results.ThresholdDiagnostics` (counts, rates, their bounds, ε
+        and μ).
     n_features_in_ : int
 
     See Also
@@ -293,10 +296,10 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
 
     def _finish_fit(self) -> None:
         chosen = max(self.directions_.values(), key=lambda r: r.lower_bound)
-        self.epsilon_ = chosen.details["epsilon"]
-        self.mu_ = chosen.details["mu"]
-        self.threshold_ = chosen.details["threshold"]
-        self.side_ = chosen.details["side"]
+        self.epsilon_ = chosen.diagnostics.epsilon
+        self.mu_ = chosen.diagnostics.mu
+        self.threshold_ = chosen.diagnostics.threshold
+        self.side_ = chosen.diagnostics.side
 
     def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
         name_p, name_q = ("Y", "X") if direction == "reverse" else ("X", "Y")
@@ -310,12 +313,12 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
             cert_p, cert_q = s_p[test_p], s_q[test_q]
             level_p = level_q = beta / 2  # union bound over the two rates
             n_train = (len(train_p), len(train_q))
-            indices = {"test_index_p": test_p, "test_index_q": test_q}
+            test_index_p, test_index_q = test_p, test_q
         else:
             cert_p, cert_q = s_p, s_q
             level_p, level_q = _uniform_band_levels(beta, len(s_p), len(s_q))
             threshold, side = self._search(cert_p, cert_q, level_p, level_q)
-            n_train, indices = (0, 0), {}
+            n_train, test_index_p, test_index_q = (0, 0), None, None
         self.thresholds_[direction] = (threshold, side)
         n_p, n_q = len(cert_p), len(cert_q)
         k_p = int(np.sum(positives(cert_p, threshold, side)))
@@ -329,27 +332,27 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
             bound = bernoulli_renyi_divergence(alpha, tpr_lo, fpr_hi) if tpr_lo > fpr_hi else 0.0
         else:
             bound = implied.epsilon_alpha
-        details = {
-            "raw_lower_bound": bound,
-            "threshold": threshold,
-            "side": side,
-            "successes": (k_p, k_q),
-            "n_train": n_train,
-            "n_test": (n_p, n_q),
-            "tpr": k_p / n_p,
-            "fpr": k_q / n_q,
-            "tpr_lower": tpr_lo,
-            "fpr_upper": fpr_hi,
-            "levels": (level_p, level_q),
-            "epsilon": implied.epsilon,
-            "mu": implied.mu,
-            **indices,
-        }
         return DirectionResult(
             divergence=self._point_estimate(k_p, n_p, k_q, n_q),
             lower_bound=max(0.0, float(bound)),
             beta=beta,
-            details=details,
+            raw_lower_bound=bound,
+            n_train=n_train,
+            n_test=(n_p, n_q),
+            test_index_p=test_index_p,
+            test_index_q=test_index_q,
+            diagnostics=ThresholdDiagnostics(
+                threshold=threshold,
+                side=side,
+                successes=(k_p, k_q),
+                tpr=k_p / n_p,
+                fpr=k_q / n_q,
+                tpr_lower=tpr_lo,
+                fpr_upper=fpr_hi,
+                levels=(level_p, level_q),
+                epsilon=implied.epsilon,
+                mu=implied.mu,
+            ),
         )
 
     def _search(self, s_p, s_q, level_p, level_q) -> tuple[float, str]:
