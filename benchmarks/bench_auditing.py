@@ -193,22 +193,26 @@ def memory(n_runs: int, n_jobs: int) -> dict:
     return result
 
 
+def _protocol_auditor(mu: float, alpha: float, n_runs: int, n_jobs: int, store: str):
+    """The paper's protocol at μ-GDP level ``mu`` (full batch: μ = √T / σ), runs in ``store``."""
+    return DPSGDAuditor(
+        alpha=alpha,
+        noise_multiplier=math.sqrt(STEPS) / mu,
+        steps=STEPS,
+        n_runs=n_runs,
+        n_jobs=n_jobs,
+        device="cpu",
+        store=OUT / "stores" / store,
+        random_state=0,
+    )
+
+
 def protocol(n_runs: int, n_jobs: int) -> list[dict]:
     rows = []
     for label, mu in MUS.items():
-        sigma = math.sqrt(STEPS) / mu  # full batch: mu = sqrt(T) / sigma
         for alpha in (2.0, 1.25):
             start = time.perf_counter()
-            result = DPSGDAuditor(
-                alpha=alpha,
-                noise_multiplier=sigma,
-                steps=STEPS,
-                n_runs=n_runs,
-                n_jobs=n_jobs,
-                device="cpu",
-                store=OUT / "stores" / f"mu_{label}",
-                random_state=0,
-            ).run()
+            result = _protocol_auditor(mu, alpha, n_runs, n_jobs, f"mu_{label}").run()
             e = result.estimates
             rows.append(
                 {
@@ -285,16 +289,7 @@ def reference(n_runs: int, n_jobs: int, label: str = "0.5", block: int = 500) ->
     from rdpest import DVRenyiEstimator
 
     mu = MUS[label]
-    sigma = math.sqrt(STEPS) / mu
-    audit = DPSGDAuditor(
-        noise_multiplier=sigma,
-        steps=STEPS,
-        n_runs=n_runs,
-        n_jobs=n_jobs,
-        device="cpu",
-        store=OUT / "stores" / f"mu_{label}_reference",
-        random_state=0,
-    ).auditor()
+    audit = _protocol_auditor(mu, 2.0, n_runs, n_jobs, f"mu_{label}_reference").auditor()
     without, with_ = audit.collect()
     rng = np.random.default_rng(0)
     rows = []

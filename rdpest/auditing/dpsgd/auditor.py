@@ -1,9 +1,10 @@
 """DPSGDAuditor: audit Opacus DP-SGD on real data (Kim, Varshney & Alabi 2026, Sec. 4).
 
-The data are split into a pretraining part and an audited part; non-private pretraining on the first gives the worst-case initial
-parameters θ₀ shared by all runs; each run trains DP-SGD (Opacus, RDP accountant, sum-reduced loss,
-full batch by default) from θ₀ on the audited part with or without the canary, and the canary's
-final loss is the run's score. The claimed ε_α comes from Opacus's RDP analysis at the audited α.
+The data are split into a pretraining part and an audited part; non-private pretraining on the
+first gives the worst-case initial parameters θ₀ shared by all runs; each run trains DP-SGD
+(Opacus, RDP accountant, sum-reduced loss, full batch by default) from θ₀ on the audited part
+with or without the canary, and the canary's final loss is the run's score. The claimed ε_α comes
+from Opacus's RDP analysis at the audited α.
 Everything about running, resuming and estimating is the generic :class:`Auditor`.
 """
 
@@ -66,7 +67,8 @@ class DPSGDAuditor:
         Passes over the pretraining data.
     max_grad_norm : float, default=1.0
     learning_rate : float, default=1.0
-        Step on the mean noisy clipped gradient (see :class:`~rdpest.auditing.dpsgd.config.DPSGDConfig`).
+        Step on the mean noisy clipped gradient (see
+        :class:`~rdpest.auditing.dpsgd.config.DPSGDConfig`).
     sample_rate : float, default=1.0
         Poisson sampling rate (1: full batch).
     beta : float, default=0.05
@@ -195,15 +197,7 @@ class DPSGDAuditor:
         device = resolve_device(self.device)
         # The generic audit settings (n_runs against the estimators' splits, beta, n_jobs, ...)
         # are checked before any training, pretraining included.
-        check_audit_settings(
-            claimed_epsilon=claimed,
-            alpha=self.alpha,
-            beta=self.beta,
-            n_runs=self.n_runs,
-            estimators=self.estimators,
-            n_jobs=self.n_jobs,
-            random_state=self.random_state,
-        )
+        check_audit_settings(**self._audit_settings(claimed))
         X, y = self._data()
         if not 0.0 < float(self.pretrain_fraction) < 1.0:
             raise ValueError(f"pretrain_fraction must lie in (0, 1), got {self.pretrain_fraction}")
@@ -268,17 +262,26 @@ class DPSGDAuditor:
         }
         return score_fn, claimed, fingerprint
 
+    def _audit_settings(self, claimed: float) -> dict:
+        """The generic audit's settings (what :func:`check_audit_settings` validates)."""
+        return {
+            "claimed_epsilon": claimed,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "n_runs": self.n_runs,
+            "estimators": self.estimators,
+            "n_jobs": self.n_jobs,
+            "random_state": self.random_state,
+        }
+
     def _generic_auditor(self, score_fn, claimed: float, config: dict) -> Auditor:
+        settings = self._audit_settings(claimed)
+        claimed_epsilon = settings.pop("claimed_epsilon")
         return Auditor(
             score_fn,
-            claimed,
-            alpha=self.alpha,
-            beta=self.beta,
-            n_runs=self.n_runs,
-            estimators=self.estimators,
-            n_jobs=self.n_jobs,
+            claimed_epsilon,
+            **settings,
             store=self.store,
-            random_state=self.random_state,
             config=config,
             progress=self.progress,
         )

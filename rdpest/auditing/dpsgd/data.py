@@ -6,7 +6,7 @@ scikit-learn, so an audit runs with no download. Users audit their own data (MNI
 by passing arrays (:func:`load_arrays`) or a ``.npz`` file they already have (:func:`load_npz`);
 nothing here ever downloads.
 
-The audit set-up follows the paper (PAPER_NOTES.md, "auditing set-up") and Nasr et al. 2023,
+The audit set-up follows Kim, Varshney & Alabi (2026, Sec. 4) and Nasr et al. 2023,
 "Tight Auditing of Differentially Private Machine Learning": half of the data pretrains the
 worst-case initial parameters θ₀ non-privately, the disjoint other half is the audited training
 set (:func:`split_pretrain`).

@@ -34,6 +34,8 @@ _EW_LAYERS = (
     nn.InstanceNorm2d,
     nn.InstanceNorm3d,
 )
+
+
 def _calls_each_layer_once(net: nn.Module) -> bool:
     """Whether every layer of ``net`` provably runs once per forward pass, with its own weights.
 

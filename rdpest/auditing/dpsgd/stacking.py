@@ -1,9 +1,9 @@
 """Several full-batch DP-SGD runs of one small network, trained as one stacked network.
 
-Why: an audit trains hundreds of copies of a small model, and for logistic regression on the
-digits one Opacus step costs about 1.9 ms of which the arithmetic is a tenth; the rest is
-per-step Python work in Opacus and autograd (hooks, clipping, noise, the optimizer), paid once per
-model per step. Stacking K runs into one module pays it once per K models.
+Why: an audit trains hundreds of copies of a small model, and for a small model most of an
+Opacus step is per-step Python work in Opacus and autograd (hooks, clipping, noise, the
+optimizer), not arithmetic; it is paid once per model per step. Stacking K runs into one module
+pays it once per K models (models per second: ``benchmarks/results/auditing/throughput.md``).
 
 What is stacked: an ``nn.Sequential`` made of ``nn.Linear`` layers and parameter-free
 elementwise activations (optionally led by ``nn.Flatten``), such as the ``"lr"`` and ``"mlp"``
@@ -29,8 +29,8 @@ Two Opacus classes are specialised for this, each by one method, on the instance
 ``make_private`` returns (nothing global changes): the optimizer's noise (3) and, for speed only,
 the module's sum of per-row norms (:class:`StackedGradSampleModule`).
 
-So each copy follows the trajectory of :func:`rdpest.auditing.dpsgd.training.train_dp_sgd` with its
-seed, up to float rounding (tested with binding clipping and noise).
+So each copy follows the trajectory of :func:`rdpest.auditing.dpsgd.training.train_dp_sgd` with
+its seed, up to float rounding (tested with binding clipping and noise).
 """
 
 from __future__ import annotations
@@ -86,15 +86,13 @@ ELEMENTWISE_ACTIVATIONS = (
     nn.Hardswish,
 )
 
-# Largest stack that "auto" uses on the CPU. Measured on this 2-core machine for logistic
-# regression on the digits (898 examples, 100 full-batch steps, one thread): 203 ms per model
-# unstacked, 65 ms at 8, 55 ms at 16 and 54 ms at 32 copies; past 16 the arithmetic dominates.
+# Largest stack that "auto" uses on the CPU: past about 16 copies of logistic regression on the
+# digits the arithmetic dominates and larger stacks stop paying
+# (benchmarks/results/auditing/throughput.md).
 MAX_STACK = 16
-# On a GPU a step of a small model is mostly launch latency, so larger stacks keep paying: on an
-# NVIDIA H200, 100 steps of logistic regression ran 2.9 models/s unstacked, 34 at 16 copies, 68
-# at 64, 82 at 128 and 84 at 256 (benchmarks/results/auditing/throughput_cuda.md; an earlier
-# lease measured 4.5, 48, 108, 113 and 141). 64 takes most of the gain while keeping groups, the
-# unit of work that an interrupted audit redoes, small.
+# On a GPU a step of a small model is mostly launch latency, so larger stacks keep paying
+# (benchmarks/results/auditing/throughput_cuda.md); 64 takes most of the gain while keeping
+# groups, the unit of work that an interrupted audit redoes, small.
 MAX_STACK_CUDA = 64
 # "auto" also keeps the stacked activations under this many floats (256 MB in float32), so a
 # large data set (e.g. MNIST at full batch) trains one run at a time.
@@ -219,9 +217,9 @@ class StackedGradSampleModule(GradSampleModuleFastGradientClipping):
 
     The only change is :meth:`get_norm_sample`: the total norm of each row is
     sqrt(Σ_parameters norm²), as in Opacus, but computed as a sum of squares instead of Opacus's
-    ``torch.stack(norms).norm(2, dim=0)``, which torch 2.13 runs about 100 times slower on the
-    CPU (2.6 ms against 25 µs for 2 × 14,400 values, a quarter of a stacked logistic-regression
-    step). Made by re-classing the module that ``make_private`` returns.
+    ``torch.stack(norms).norm(2, dim=0)``, which torch 2.13 runs about two orders of magnitude
+    slower on the CPU, a large share of a stacked logistic-regression step. Made by re-classing
+    the module that ``make_private`` returns.
     """
 
     def get_norm_sample(self) -> torch.Tensor:

@@ -76,6 +76,15 @@ def _as_tensors(X, y, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]
     return torch.from_numpy(X_np).to(device), torch.from_numpy(y_np).to(device)
 
 
+def _on_device(
+    model: nn.Module, X, y, device
+) -> tuple[nn.Module, torch.Tensor, torch.Tensor, torch.device]:
+    """A copy of ``model`` (unwrapped from Opacus) and the data as tensors, all on ``device``."""
+    dev = resolve_device(device)
+    X_t, y_t = _as_tensors(X, y, dev)
+    return copy.deepcopy(unwrap_module(check_module(model))).to(dev), X_t, y_t, dev
+
+
 def pretrain(
     model: nn.Module,
     X,
@@ -135,10 +144,8 @@ def pretrain(
     learning_rate = check_positive(learning_rate, "learning_rate")
     batch_size = check_int(batch_size, "batch_size", 1)
     seed = check_seed(seed)
-    dev = resolve_device(device)
-    X_t, y_t = _as_tensors(X, y, dev)
+    net, X_t, y_t, dev = _on_device(model, X, y, device)
     n = len(y_t)
-    net = copy.deepcopy(unwrap_module(model)).to(dev)
     net.train()
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(net.parameters(), lr=learning_rate, momentum=0.9)
@@ -378,11 +385,9 @@ def train_dp_sgd(
         noise_scale_bug=noise_scale_bug,
     )
     seed = check_seed(seed)
-    dev = resolve_device(device)
-    X_t, y_t = _as_tensors(X, y, dev)
+    net, X_t, y_t, dev = _on_device(model, X, y, device)
     config = config.with_batch_size_of(len(y_t))
     config.warn_if_faulty("train_dp_sgd")
-    net = copy.deepcopy(unwrap_module(model)).to(dev)
     with forked_rng(seed, dev):
         return _train_dp_sgd_tensors(net, X_t, y_t, config, seed=seed, device=dev)
 
@@ -445,18 +450,16 @@ noise_scale_bug
     True
     """
     check_module(model)
-    config = DPSGDConfig(
-        noise_multiplier=noise_multiplier,
-        max_grad_norm=max_grad_norm,
-        steps=steps,
-        learning_rate=learning_rate,
+    config = DPSGDConfig(  # always full batch
+        noise_multiplier,
+        max_grad_norm,
+        steps,
+        learning_rate,
         expected_batch_size=expected_batch_size,
         noise_scale_bug=noise_scale_bug,
     )
     seeds = check_seeds(seeds)
-    dev = resolve_device(device)
-    X_t, y_t = _as_tensors(X, y, dev)
-    net = copy.deepcopy(unwrap_module(model)).to(dev)
+    net, X_t, y_t, dev = _on_device(model, X, y, device)
     if not stackable(net, X_t.ndim):
         raise ValueError(
             "this model cannot be trained stacked: train_dp_sgd_many needs an nn.Sequential of "
