@@ -35,12 +35,18 @@ import numpy as np
 from scipy import optimize
 
 from rdpest.stats.divergences import (
-    gaussian_renyi_divergence,
-    laplace_renyi_divergence,
+    _gaussian_renyi_divergence,
+    _laplace_renyi_divergence,
+    _subsampled_gaussian_renyi_divergence,
     multivariate_gaussian_renyi_divergence,
-    subsampled_gaussian_renyi_divergence,
 )
-from rdpest.utils.validation import check_alpha, check_positive, check_probability, check_real
+from rdpest.utils.validation import (
+    check_alpha,
+    check_positive,
+    check_probability,
+    check_random_generator,
+    check_real,
+)
 
 __all__ = ["FAMILIES", "family_parameters", "log_likelihood_ratio", "make_renyi_pair"]
 
@@ -138,20 +144,6 @@ def _check_n_samples(n_samples) -> tuple[int, int]:
     return int(pair[0]), int(pair[1])
 
 
-def _check_random_state(random_state) -> np.random.Generator:
-    if random_state is None or isinstance(random_state, np.random.Generator):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ValueError(f"random_state must be a non-negative int, got {random_state!r}")
-        return np.random.default_rng(int(random_state))
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(int(random_state.randint(0, 2**31 - 1)))
-    raise ValueError(
-        f"random_state must be None, an int or a numpy Generator/RandomState, got {random_state!r}"
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # Solvers: one per family, each returning the solved-parameter dictionary
 # ---------------------------------------------------------------------------------------------
@@ -177,18 +169,18 @@ def _solve_gaussian_scale(alpha: float, divergence: float) -> dict:
         return {"std": 1.0}
 
     def excess(std: float) -> float:
-        return gaussian_renyi_divergence(alpha, 0.0, std, 0.0, 1.0) - divergence
+        return _gaussian_renyi_divergence(alpha, 0.0, std, 0.0, 1.0) - divergence
 
     # D grows from 0 at s = 1 to +inf as s² → α/(α−1), where α·1 + (1−α)s² reaches 0: take the
     # largest float s below that boundary with a finite divergence.
     upper = math.sqrt(alpha / (alpha - 1.0))
-    while not math.isfinite(gaussian_renyi_divergence(alpha, 0.0, upper, 0.0, 1.0)):
+    while not math.isfinite(_gaussian_renyi_divergence(alpha, 0.0, upper, 0.0, 1.0)):
         upper = float(np.nextafter(upper, 0.0))
     if excess(upper) < 0.0:
         raise ValueError(
             f"divergence {divergence!r} is not reachable by family 'gaussian_scale' at alpha="
             f"{alpha!r} in double precision (at most about "
-            f"{gaussian_renyi_divergence(alpha, 0.0, upper, 0.0, 1.0):.4g})"
+            f"{_gaussian_renyi_divergence(alpha, 0.0, upper, 0.0, 1.0):.4g})"
         )
     root = optimize.brentq(excess, 1.0, upper, xtol=1e-300, rtol=4 * np.finfo(float).eps)
     return {"std": _closest_root(excess, root)}
@@ -199,7 +191,7 @@ def _solve_laplace_shift(alpha: float, divergence: float) -> dict:
         return {"shift": 0.0}
 
     def excess(shift: float) -> float:
-        return laplace_renyi_divergence(alpha, shift) - divergence
+        return _laplace_renyi_divergence(alpha, shift, 1.0) - divergence
 
     # Mironov (2017), Table II: Δ − log((2α−1)/α)/(α−1) <= D_α <= Δ, so the root lies in
     # [D, D + log((2α−1)/α)/(α−1)].
@@ -219,7 +211,9 @@ def _solve_subsampled_gaussian(alpha: float, divergence: float, sampling_rate: f
 
     def excess(log_sigma: float) -> float:
         return (
-            subsampled_gaussian_renyi_divergence(alpha, sampling_rate, math.exp(log_sigma))
+            _subsampled_gaussian_renyi_divergence(
+                alpha, sampling_rate, math.exp(log_sigma), "forward"
+            )
             - divergence
         )
 
@@ -272,14 +266,14 @@ _SOLVERS: dict[str, Callable[..., dict]] = {
 def _true_divergence(family: str, alpha: float, solved: dict) -> float:
     """D_α(P‖Q) recomputed from the solved parameters with rdpest.stats.divergences."""
     if family == "gaussian_shift":
-        return gaussian_renyi_divergence(alpha, solved["mean"], 1.0, 0.0, 1.0)
+        return _gaussian_renyi_divergence(alpha, solved["mean"], 1.0, 0.0, 1.0)
     if family == "gaussian_scale":
-        return gaussian_renyi_divergence(alpha, 0.0, solved["std"], 0.0, 1.0)
+        return _gaussian_renyi_divergence(alpha, 0.0, solved["std"], 0.0, 1.0)
     if family == "laplace_shift":
-        return laplace_renyi_divergence(alpha, solved["shift"], 1.0)
+        return _laplace_renyi_divergence(alpha, solved["shift"], 1.0)
     if family == "subsampled_gaussian":
-        return subsampled_gaussian_renyi_divergence(
-            alpha, solved["sampling_rate"], solved["noise_multiplier"], direction="forward"
+        return _subsampled_gaussian_renyi_divergence(
+            alpha, solved["sampling_rate"], solved["noise_multiplier"], "forward"
         )
     mean, covariance = solved["mean"], solved["covariance"]
     return multivariate_gaussian_renyi_divergence(
@@ -392,7 +386,7 @@ def make_renyi_pair(
     """
     n_p, n_q = _check_n_samples(n_samples)
     solved, truth = _solve(family, alpha, divergence, params)
-    rng = _check_random_state(random_state)
+    rng = check_random_generator(random_state)
     if family == "gaussian_shift":
         X = rng.normal(solved["mean"], 1.0, size=n_p)
         Y = rng.normal(0.0, 1.0, size=n_q)

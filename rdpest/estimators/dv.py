@@ -35,8 +35,8 @@ from rdpest.stats.bounds import MEAN_BOUND_METHODS
 from rdpest.stats.certificates import (
     CERTIFICATE_KINDS,
     CONFIDENCE_REGIONS,
-    certify_critic,
-    dv_bracket,
+    _certify_critic,
+    _dv_bracket,
 )
 from rdpest.utils.torch_helpers import resolve_device
 
@@ -282,13 +282,13 @@ class DVRenyiEstimator(RenyiEstimatorBase):
                 p_train, q_train, p_test, q_test, int(rng.integers(2**31 - 1))
             )
             certificates.append(
-                certify_critic(
+                _certify_critic(
                     *g,
-                    alpha=self.alpha,
-                    beta=fold_beta,
-                    method=self.confidence,
-                    kind=self.certificate,
-                    region=self.confidence_region,
+                    float(self.alpha),
+                    fold_beta,
+                    self.confidence,
+                    self.certificate,
+                    self.confidence_region,
                 )
             )
             points.append(point)
@@ -481,7 +481,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
 
 def _clipped_bracket(g_p, g_q, critic_range, alpha) -> float:
     lo, hi = critic_range
-    return dv_bracket(np.clip(g_p, lo, hi), np.clip(g_q, lo, hi), alpha)
+    return _dv_bracket(np.clip(g_p, lo, hi), np.clip(g_q, lo, hi), float(alpha))
 
 
 def _classifier_loss(g_p, g_q):

@@ -41,7 +41,7 @@ from rdpest.estimators.results import (
     MarkovDiagnostics,
 )
 from rdpest.estimators.splits import min_two_way_sample_size, split_indices
-from rdpest.stats.bounds import hoeffding_lower_bound, mean_upper_bound
+from rdpest.stats.bounds import _hoeffding_lower, _mean_upper
 
 __all__ = ["HoeffdingRenyiBound", "MarkovRenyiBound"]
 
@@ -529,10 +529,10 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         # overflows; log Ẑ = αB + log mean(Z/M).
         scaled = np.exp(alpha * (loss - bound))
         # Thm B.3: one-sided Hoeffding, Ẑ/M − √(log(1/β)/(2n)) (clamped at 0 by the library).
-        lower_mean = hoeffding_lower_bound(scaled, beta)
+        lower_mean = _hoeffding_lower(scaled, beta, 0.0, 1.0)
         # Thm B.2: Ẑ/M + √(log(2/β)/(2n)) = the one-sided Hoeffding upper bound at β/2, capped
         # at 1 (i.e. Ẑ ≤ M) by the library.
-        upper_mean = mean_upper_bound(scaled, beta / 2.0, method="hoeffding")
+        upper_mean = _mean_upper(scaled, beta / 2.0, 0.0, 1.0, "hoeffding")
         radius_two_sided = math.sqrt(math.log(2.0 / beta) / (2.0 * n))
         joint_lower_mean = max(0.0, float(scaled.mean()) - radius_two_sided)
         log_m = alpha * bound

@@ -82,8 +82,8 @@ def min_dv_sample_size(test_fraction: float, validation_fraction: float) -> int:
 
     Examples
     --------
-    >>> min_dv_sample_size(0.5, 0.2)
-    6
+    >>> min_dv_sample_size(0.5, 0.2), min_dv_sample_size(0.1, 0.2)
+    (5, 15)
     """
 
     def fits(n: int) -> bool:

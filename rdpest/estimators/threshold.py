@@ -27,9 +27,7 @@ confidence band uniform over every threshold (see :func:`_uniform_band_levels`).
 
 from __future__ import annotations
 
-import math
 from numbers import Real
-from typing import NamedTuple
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -45,63 +43,10 @@ from rdpest.stats.certificates import (
     cut_points,
     positives,
 )
-from rdpest.stats.conversions import gdp_mu, gdp_to_rdp
-from rdpest.stats.divergences import bernoulli_renyi_divergence
-from rdpest.utils.validation import check_alpha, check_beta, check_probability
+from rdpest.stats.gdp import GDPFromRates, _gdp_from_rates, gdp_from_rates
+from rdpest.stats.divergences import _bernoulli_renyi_divergence
 
 __all__ = ["BernoulliTPRFPRBaseline", "GDPFromRates", "gdp_from_rates"]
-
-
-class GDPFromRates(NamedTuple):
-    """What a test's rates imply under a Gaussian trade-off curve."""
-
-    epsilon: float
-    mu: float
-    epsilon_alpha: float
-
-
-def gdp_from_rates(tpr: float, fpr: float, alpha: float, delta: float) -> GDPFromRates:
-    """(ε, δ)-DP, μ-GDP and (α, ε_α)-RDP implied by a test's rates, assuming a Gaussian curve.
-
-    The conversion of Annamalai & De Cristofaro (NeurIPS 2024): an (ε, δ)-DP mechanism has
-    TPR <= e^ε FPR + δ for every test, so ε >= log((TPR − δ)/FPR); μ is the GDP parameter whose
-    privacy profile passes through (ε, δ) (:func:`rdpest.stats.conversions.gdp_mu`) and μ-GDP implies
-    (α, αμ²/2)-RDP (:func:`rdpest.stats.conversions.gdp_to_rdp`). When TPR − δ <= FPR the rates show
-    nothing: ε = μ = ε_α = 0.
-
-    Parameters
-    ----------
-    tpr, fpr : float
-        Rates in [0, 1] (for a bound: a lower bound on TPR and an upper bound on FPR).
-    alpha : float
-        Rényi order, > 1.
-    delta : float
-        δ in (0, 1).
-
-    Returns
-    -------
-    GDPFromRates
-        ``(epsilon, mu, epsilon_alpha)``; only valid if the trade-off curve is Gaussian.
-
-    Examples
-    --------
-    >>> r = gdp_from_rates(tpr=0.8, fpr=0.1, alpha=2.0, delta=1e-5)
-    >>> round(r.epsilon, 4), round(r.mu, 4), round(r.epsilon_alpha, 4)
-    (2.0794, 0.5193, 0.2697)
-    """
-    tpr = check_probability(tpr, "tpr")
-    fpr = check_probability(fpr, "fpr")
-    alpha = check_alpha(alpha)
-    delta = check_beta(delta, "delta")
-    if not tpr - delta > fpr:
-        return GDPFromRates(0.0, 0.0, 0.0)
-    if fpr == 0.0:
-        return GDPFromRates(math.inf, math.inf, math.inf)
-    # Annamalai & De Cristofaro (2024): ε = log((TPR − δ)/FPR) > 0 here; never |μ|: gdp_mu's root
-    # is positive by construction.
-    epsilon = math.log((tpr - delta) / fpr)
-    mu = gdp_mu(epsilon, delta)
-    return GDPFromRates(epsilon, mu, gdp_to_rdp(mu, alpha))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,7 +144,7 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         True for ``conversion="direct"``, False for ``"gdp"``.
     epsilon_, mu_ : float
         The ε (at ``delta``) and μ-GDP implied by TPR_lo and FPR_hi
-        (:func:`rdpest.estimators.threshold.gdp_from_rates`), for either conversion; with
+        (:func:`rdpest.stats.conversions.gdp_from_rates`), for either conversion; with
         ``direction="max"`` those of the direction with the larger lower bound. Informative only:
         they assume a Gaussian trade-off curve.
     threshold_ : float
@@ -325,11 +270,11 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         k_q = int(np.sum(positives(cert_q, threshold, side)))
         tpr_lo = float(_clopper_pearson(k_p, n_p, level_p, "lower"))
         fpr_hi = float(_clopper_pearson(k_q, n_q, level_q, "upper"))
-        implied = gdp_from_rates(tpr_lo, fpr_hi, alpha, delta)
+        implied = _gdp_from_rates(tpr_lo, fpr_hi, alpha, delta)
         if self.conversion == "direct":
             # Table 13 of Kim, Varshney & Alabi (2026) with the rates' confidence limits: valid
             # by post-processing and monotonicity of the Bernoulli divergence (module docstring).
-            bound = bernoulli_renyi_divergence(alpha, tpr_lo, fpr_hi) if tpr_lo > fpr_hi else 0.0
+            bound = _bernoulli_renyi_divergence(alpha, tpr_lo, fpr_hi) if tpr_lo > fpr_hi else 0.0
         else:
             bound = implied.epsilon_alpha
         return DirectionResult(
@@ -380,8 +325,8 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         tpr = min(max(k_p / n_p, 0.5 / n_p), 1.0 - 0.5 / n_p)
         fpr = min(max(k_q / n_q, 0.5 / n_q), 1.0 - 0.5 / n_q)
         if self.conversion == "direct":
-            return bernoulli_renyi_divergence(float(self.alpha), tpr, fpr)
-        return gdp_from_rates(tpr, fpr, float(self.alpha), float(self.delta)).epsilon_alpha
+            return _bernoulli_renyi_divergence(float(self.alpha), tpr, fpr)
+        return _gdp_from_rates(tpr, fpr, float(self.alpha), float(self.delta)).epsilon_alpha
 
     def _score_direction(self, X, Y, direction) -> float:
         name_p, name_q = ("Y", "X") if direction == "reverse" else ("X", "Y")

@@ -54,8 +54,8 @@ _BET_TRUNCATION = 0.75
 _BISECTION_STEPS = 60
 
 
-def _unit_interval(x, lower, upper, name: str = "x") -> tuple[np.ndarray, float, float]:
-    """Validate samples and map them from [lower, upper] onto [0, 1]."""
+def _check_sample(x, lower, upper, name: str = "x") -> tuple[np.ndarray, float, float]:
+    """Validate samples and their known range [lower, upper] (the public functions' check)."""
     x = check_finite_array(x, name)
     lower = check_real(lower, "lower")
     upper = check_real(upper, "upper")
@@ -68,7 +68,44 @@ def _unit_interval(x, lower, upper, name: str = "x") -> tuple[np.ndarray, float,
             f"{name} must lie in [lower, upper] = [{lower}, {upper}], "
             f"got values in [{x.min()}, {x.max()}]"
         )
-    return np.clip((x - lower) / (upper - lower), 0.0, 1.0), lower, upper
+    return x, lower, upper
+
+
+def _to_unit(x: np.ndarray, lower: float, upper: float) -> np.ndarray:
+    """Map values from [lower, upper] onto [0, 1] (clipping the rounding at the endpoints)."""
+    return np.clip((x - lower) / (upper - lower), 0.0, 1.0)
+
+
+# The private bounds below trust their arguments: x a float array inside [lower, upper], beta in
+# (0, 1), lower < upper floats. The public functions check and then call them; so do other
+# modules of rdpest whose values lie in the range by construction.
+
+
+def _hoeffding_lower(x: np.ndarray, beta: float, lower: float, upper: float) -> float:
+    u = _to_unit(x, lower, upper)
+    radius = math.sqrt(math.log(1.0 / beta) / (2.0 * u.size))
+    return lower + (upper - lower) * max(0.0, float(u.mean()) - radius)
+
+
+def _bernstein_lower(x: np.ndarray, beta: float, lower: float, upper: float) -> float:
+    u = _to_unit(x, lower, upper)
+    n = u.size
+    if n < 2:
+        raise ValueError("x needs at least 2 values for the empirical Bernstein bound")
+    log_term = math.log(2.0 / beta)
+    variance = float(u.var(ddof=1))
+    radius = math.sqrt(2.0 * variance * log_term / n) + 7.0 * log_term / (3.0 * (n - 1))
+    return lower + (upper - lower) * max(0.0, float(u.mean()) - radius)
+
+
+def _betting_lower(
+    x: np.ndarray, beta: float, lower: float, upper: float, random_state: int | None = None
+) -> float:
+    u = _to_unit(x, lower, upper)
+    if random_state is not None:
+        u = u[np.random.default_rng(random_state).permutation(u.size)]
+    bound = _betting_unit_bounds(u, _predictable_bets(u, beta), np.array([beta]))[0]
+    return lower + (upper - lower) * float(bound)
 
 
 def hoeffding_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0) -> float:
@@ -82,9 +119,8 @@ def hoeffding_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0
     0.3776
     """
     beta = check_beta(beta)
-    u, lower, upper = _unit_interval(x, lower, upper)
-    radius = math.sqrt(math.log(1.0 / beta) / (2.0 * u.size))
-    return lower + (upper - lower) * max(0.0, float(u.mean()) - radius)
+    x, lower, upper = _check_sample(x, lower, upper)
+    return _hoeffding_lower(x, beta, lower, upper)
 
 
 def bernstein_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0) -> float:
@@ -99,14 +135,8 @@ def bernstein_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0
     0.4131
     """
     beta = check_beta(beta)
-    u, lower, upper = _unit_interval(x, lower, upper)
-    n = u.size
-    if n < 2:
-        raise ValueError("x needs at least 2 values for the empirical Bernstein bound")
-    log_term = math.log(2.0 / beta)
-    variance = float(u.var(ddof=1))
-    radius = math.sqrt(2.0 * variance * log_term / n) + 7.0 * log_term / (3.0 * (n - 1))
-    return lower + (upper - lower) * max(0.0, float(u.mean()) - radius)
+    x, lower, upper = _check_sample(x, lower, upper)
+    return _bernstein_lower(x, beta, lower, upper)
 
 
 def _betting_log_capital_max(u: np.ndarray, m: float, bets: np.ndarray) -> float:
@@ -163,11 +193,8 @@ def betting_lower_bound(
     True
     """
     beta = check_beta(beta)
-    u, lower, upper = _unit_interval(x, lower, upper)
-    if random_state is not None:
-        u = u[np.random.default_rng(random_state).permutation(u.size)]
-    bound = _betting_unit_bounds(u, _predictable_bets(u, beta), np.array([beta]))[0]
-    return lower + (upper - lower) * float(bound)
+    x, lower, upper = _check_sample(x, lower, upper)
+    return _betting_lower(x, beta, lower, upper, random_state)
 
 
 def _betting_unit_bounds(u: np.ndarray, bets: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -189,10 +216,49 @@ def _betting_unit_bounds(u: np.ndarray, bets: np.ndarray, levels: np.ndarray) ->
 
 
 _LOWER_BOUNDS = {
-    "betting": betting_lower_bound,
-    "bernstein": bernstein_lower_bound,
-    "hoeffding": hoeffding_lower_bound,
+    "betting": _betting_lower,
+    "bernstein": _bernstein_lower,
+    "hoeffding": _hoeffding_lower,
 }
+
+
+def _check_method(method) -> str:
+    if not isinstance(method, str) or method not in _LOWER_BOUNDS:
+        raise ValueError(f"method must be one of {MEAN_BOUND_METHODS}, got {method!r}")
+    return method
+
+
+def _check_levels(levels) -> np.ndarray:
+    levels = np.asarray(levels, dtype=float).reshape(-1)
+    if levels.size == 0 or not np.all((levels > 0.0) & (levels < 1.0)):
+        raise ValueError(f"levels must lie in (0, 1), got {levels!r}")
+    return levels
+
+
+def _mean_lower(x: np.ndarray, beta: float, lower: float, upper: float, method: str) -> float:
+    return _LOWER_BOUNDS[method](x, beta, lower, upper)
+
+
+def _mean_upper(x: np.ndarray, beta: float, lower: float, upper: float, method: str) -> float:
+    # The lower bound of the reflected variables lower + upper − X.
+    return lower + upper - _mean_lower(lower + upper - x, beta, lower, upper, method)
+
+
+def _mean_lowers(
+    x: np.ndarray, levels: np.ndarray, lower: float, upper: float, method: str, design: float
+) -> np.ndarray:
+    if method != "betting":
+        return np.array([_LOWER_BOUNDS[method](x, float(lv), lower, upper) for lv in levels])
+    u = _to_unit(x, lower, upper)
+    bets = _predictable_bets(u, design)  # values in the order given, see betting_lower_bound
+    return lower + (upper - lower) * _betting_unit_bounds(u, bets, levels)
+
+
+def _mean_uppers(
+    x: np.ndarray, levels: np.ndarray, lower: float, upper: float, method: str, design: float
+) -> np.ndarray:
+    reflected = _mean_lowers(lower + upper - x, levels, lower, upper, method, design)
+    return lower + upper - reflected
 
 
 def mean_lower_bound(
@@ -208,11 +274,10 @@ def mean_lower_bound(
     >>> mean_lower_bound(x, 0.05, method="betting") > mean_lower_bound(x, 0.05, method="hoeffding")
     True
     """
-    try:
-        bound = _LOWER_BOUNDS[method]
-    except (KeyError, TypeError):
-        raise ValueError(f"method must be one of {MEAN_BOUND_METHODS}, got {method!r}") from None
-    return bound(x, beta, lower, upper)
+    method = _check_method(method)
+    beta = check_beta(beta)
+    x, lower, upper = _check_sample(x, lower, upper)
+    return _mean_lower(x, beta, lower, upper, method)
 
 
 def mean_upper_bound(
@@ -225,8 +290,10 @@ def mean_upper_bound(
     >>> round(mean_upper_bound([0.5] * 100, beta=0.05, method="hoeffding"), 4)
     0.6224
     """
-    x = check_finite_array(x, "x")
-    return lower + upper - mean_lower_bound(lower + upper - x, beta, lower, upper, method)
+    method = _check_method(method)
+    beta = check_beta(beta)
+    x, lower, upper = _check_sample(x, lower, upper)
+    return _mean_upper(x, beta, lower, upper, method)
 
 
 def mean_lower_bounds(
@@ -272,17 +339,12 @@ def mean_lower_bounds(
     >>> bool(lo[0] <= lo[1] <= lo[2] < x.mean())
     True
     """
-    levels = np.asarray(levels, dtype=float).reshape(-1)
-    if levels.size == 0 or not np.all((levels > 0.0) & (levels < 1.0)):
-        raise ValueError(f"levels must lie in (0, 1), got {levels!r}")
-    if method not in _LOWER_BOUNDS:
-        raise ValueError(f"method must be one of {MEAN_BOUND_METHODS}, got {method!r}")
-    if method != "betting":
-        return np.array([_LOWER_BOUNDS[method](x, float(lv), lower, upper) for lv in levels])
-    design_level = check_beta(design_level)
-    u, lower, upper = _unit_interval(x, lower, upper)
-    bets = _predictable_bets(u, design_level)  # values in the order given, see betting_lower_bound
-    return lower + (upper - lower) * _betting_unit_bounds(u, bets, levels)
+    levels = _check_levels(levels)
+    method = _check_method(method)
+    if method == "betting":
+        design_level = check_beta(design_level)
+    x, lower, upper = _check_sample(x, lower, upper)
+    return _mean_lowers(x, levels, lower, upper, method, design_level)
 
 
 def mean_upper_bounds(
@@ -302,9 +364,12 @@ def mean_upper_bounds(
     >>> bool(up[0] >= up[1] > x.mean())
     True
     """
-    x = check_finite_array(x, "x")
-    reflected = mean_lower_bounds(lower + upper - x, levels, lower, upper, method, design_level)
-    return lower + upper - reflected
+    levels = _check_levels(levels)
+    method = _check_method(method)
+    if method == "betting":
+        design_level = check_beta(design_level)
+    x, lower, upper = _check_sample(x, lower, upper)
+    return _mean_uppers(x, levels, lower, upper, method, design_level)
 
 
 def _clopper_pearson(successes, trials: int, levels, side: str) -> np.ndarray:

@@ -26,6 +26,7 @@ learned critics, exact log ratios (the "oracle" used to measure tightness) and t
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -36,12 +37,12 @@ from scipy.special import logsumexp
 from rdpest.stats.bounds import (
     MEAN_BOUND_METHODS,
     _clopper_pearson,
-    mean_lower_bound,
-    mean_lower_bounds,
-    mean_upper_bound,
-    mean_upper_bounds,
+    _mean_lower,
+    _mean_lowers,
+    _mean_upper,
+    _mean_uppers,
 )
-from rdpest.stats.divergences import bernoulli_renyi_divergence
+from rdpest.stats.divergences import _bernoulli_renyi_divergence
 from rdpest.utils.validation import check_alpha, check_beta, check_finite_array
 
 __all__ = [
@@ -118,7 +119,13 @@ def joint_level(beta: float) -> float:
     >>> round(c, 6), round(c * (1 - math.log(c)), 12)
     (0.008705, 0.05)
     """
-    beta = check_beta(beta)
+    return _joint_level(check_beta(beta))
+
+
+@functools.lru_cache(maxsize=256)
+def _joint_level(beta: float) -> float:
+    """:func:`joint_level` unchecked and cached: its root finding would otherwise run on every
+    certificate, always for the same few levels."""
     c = float(
         optimize.brentq(
             lambda c: c * (1.0 - math.log(c)) - beta, 1e-300, beta, xtol=1e-300, rtol=1e-15
@@ -141,13 +148,19 @@ def _joint_minimum(lower_at, upper_at, objective, beta: float) -> tuple[float, f
     minimum over j of objective at those two limits is a valid lower bound for every point of the
     region: gridding only makes it more conservative. Returns (bound, a, b) at the minimiser.
     """
-    c = joint_level(beta)
+    c = _joint_level(beta)
     s = np.linspace(0.0, 1.0, _JOINT_GRID + 1)
     a = np.asarray(lower_at(c ** s[1:]), dtype=float)  # levels c^{s_{j+1}}, j = 0..J-1
     b = np.asarray(upper_at(c ** (1.0 - s[:-1])), dtype=float)  # levels c^{1-s_j}
     values = np.array([objective(float(ai), float(bi)) for ai, bi in zip(a, b, strict=True)])
     j = int(np.argmin(values))
     return float(values[j]), float(a[j]), float(b[j])
+
+
+def _check_method(method) -> str:
+    if not isinstance(method, str) or method not in MEAN_BOUND_METHODS:
+        raise ValueError(f"method must be one of {MEAN_BOUND_METHODS}, got {method!r}")
+    return method
 
 
 def _check_region(region: str) -> str:
@@ -174,6 +187,10 @@ def dv_bracket(g_p, g_q, alpha: float) -> float:
     alpha = check_alpha(alpha)
     g_p = check_finite_array(g_p, "g_p")
     g_q = check_finite_array(g_q, "g_q")
+    return _dv_bracket(g_p, g_q, alpha)
+
+
+def _dv_bracket(g_p: np.ndarray, g_q: np.ndarray, alpha: float) -> float:
     return alpha / (alpha - 1.0) * _log_mean_exp((alpha - 1.0) * g_p) - _log_mean_exp(alpha * g_q)
 
 
@@ -207,9 +224,22 @@ def certified_dv_bracket(
     lo, hi = float(window[0]), float(window[1])
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi < lo:
         raise ValueError(f"window must be a finite (lo, hi) with lo <= hi, got {window!r}")
-    if method not in MEAN_BOUND_METHODS:
-        raise ValueError(f"method must be one of {MEAN_BOUND_METHODS}, got {method!r}")
+    _check_method(method)
     _check_region(region)
+    return _certified_dv_bracket(g_p, g_q, alpha, beta, lo, hi, method, region)
+
+
+def _certified_dv_bracket(
+    g_p: np.ndarray,
+    g_q: np.ndarray,
+    alpha: float,
+    beta: float,
+    lo: float,
+    hi: float,
+    method: str,
+    region: str,
+) -> Certificate:
+    """:func:`certified_dv_bracket` unchecked, with the window as two floats."""
     width = hi - lo
     if width < _MIN_WIDTH:
         return Certificate(0.0, (lo, hi), 1.0, 1.0)
@@ -224,14 +254,14 @@ def certified_dv_bracket(
         return alpha / (alpha - 1.0) * math.log(a_mean) - math.log(b_mean)
 
     if region == "bonferroni":
-        a_lower = mean_lower_bound(a, beta / 2, a_min, 1.0, method=method)
-        b_upper = mean_upper_bound(b, beta / 2, b_min, 1.0, method=method)
+        a_lower = _mean_lower(a, beta / 2, a_min, 1.0, method)
+        b_upper = _mean_upper(b, beta / 2, b_min, 1.0, method)
         return Certificate(bracket(a_lower, b_upper), (lo, hi), float(a_lower), float(b_upper))
     # The bets are tuned for the level of the region's symmetric point, p_A = p_B = sqrt(c).
-    design = math.sqrt(joint_level(beta))
+    design = math.sqrt(_joint_level(beta))
     bound, a_lower, b_upper = _joint_minimum(
-        lambda levels: mean_lower_bounds(a, levels, a_min, 1.0, method, design),
-        lambda levels: mean_upper_bounds(b, levels, b_min, 1.0, method, design),
+        lambda levels: _mean_lowers(a, levels, a_min, 1.0, method, design),
+        lambda levels: _mean_uppers(b, levels, b_min, 1.0, method, design),
         bracket,
         beta,
     )
@@ -255,6 +285,11 @@ def select_window(
     >>> lo < hi
     True
     """
+    alpha = check_alpha(alpha)
+    beta = check_beta(beta)
+    g_p = check_finite_array(g_p, "g_p")
+    g_q = check_finite_array(g_q, "g_q")
+    _check_method(method)
     return _best_window(g_p, g_q, alpha, beta, method, random_state=random_state)[0]
 
 
@@ -267,8 +302,6 @@ def _best_window(
     like the joint one; the winner's score is then computed with ``region``, so that
     :func:`certify_critic` compares it on the same footing with a threshold test.
     """
-    g_p = check_finite_array(g_p, "g_p")
-    g_q = check_finite_array(g_q, "g_q")
     rng = np.random.default_rng(random_state)
     if g_p.size > _SELECTION_SUBSAMPLE:
         g_p = rng.choice(g_p, _SELECTION_SUBSAMPLE, replace=False)
@@ -281,11 +314,15 @@ def _best_window(
         for lo in lowers:
             if hi - lo < _MIN_WIDTH:
                 continue
-            cert = certified_dv_bracket(g_p, g_q, alpha, beta, (lo, hi), method, "bonferroni")
+            cert = _certified_dv_bracket(
+                g_p, g_q, alpha, beta, float(lo), float(hi), method, "bonferroni"
+            )
             if cert.lower_bound > best:
                 best, best_window = cert.lower_bound, (float(lo), float(hi))
     if region != "bonferroni" and math.isfinite(best):
-        best = certified_dv_bracket(g_p, g_q, alpha, beta, best_window, method, region).lower_bound
+        best = _certified_dv_bracket(
+            g_p, g_q, alpha, beta, *best_window, method, region
+        ).lower_bound
     return best_window, best
 
 
@@ -323,17 +360,45 @@ def certify_critic(
     if kind not in CERTIFICATE_KINDS:
         raise ValueError(f"kind must be one of {CERTIFICATE_KINDS}, got {kind!r}")
     _check_region(region)
+    if kind != "threshold":
+        _check_method(method)
+    alpha = check_alpha(alpha)
+    beta = check_beta(beta)
+    values = [
+        check_finite_array(g, name)
+        for g, name in (
+            (g_p_train, "g_p_train"),
+            (g_q_train, "g_q_train"),
+            (g_p_test, "g_p_test"),
+            (g_q_test, "g_q_test"),
+        )
+    ]
+    return _certify_critic(*values, alpha, beta, method, kind, region)
+
+
+def _certify_critic(
+    g_p_train: np.ndarray,
+    g_q_train: np.ndarray,
+    g_p_test: np.ndarray,
+    g_q_test: np.ndarray,
+    alpha: float,
+    beta: float,
+    method: str,
+    kind: str,
+    region: str,
+) -> Certificate:
+    """:func:`certify_critic` unchecked."""
     use_bracket = kind == "bracket"
     if kind != "threshold":
         window, bracket_score = _best_window(g_p_train, g_q_train, alpha, beta, method, region)
     if kind != "bracket":
-        threshold, side, threshold_score = select_threshold(
-            g_p_train, g_q_train, alpha, beta, region
+        threshold, side, threshold_score = _select_threshold(
+            np.sort(g_p_train), np.sort(g_q_train), alpha, beta, region
         )
         use_bracket = kind == "auto" and bracket_score >= threshold_score
     if use_bracket:
-        return certified_dv_bracket(g_p_test, g_q_test, alpha, beta, window, method, region)
-    return certified_threshold_bound(g_p_test, g_q_test, alpha, beta, (threshold, side), region)
+        return _certified_dv_bracket(g_p_test, g_q_test, alpha, beta, *window, method, region)
+    return _certified_threshold_bound(g_p_test, g_q_test, alpha, beta, threshold, side, region)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,6 +510,13 @@ def select_threshold(
     beta = check_beta(beta)
     s_p = np.sort(check_finite_array(s_p, "s_p"))
     s_q = np.sort(check_finite_array(s_q, "s_q"))
+    return _select_threshold(s_p, s_q, alpha, beta, region)
+
+
+def _select_threshold(
+    s_p: np.ndarray, s_q: np.ndarray, alpha: float, beta: float, region: str
+) -> tuple[float, str, float]:
+    """:func:`select_threshold` unchecked, on SORTED scores."""
     # A fixed grid of pooled quantiles, like the windows' grid: choosing among all cut points
     # overfits the training split, and "auto" would then prefer thresholds that do not certify
     # better on new data (measured: n = 500, D = 1 and 4).
@@ -480,7 +552,7 @@ def _rates_bound(
     """
 
     def divergence(tpr: float, fpr: float) -> float:
-        return bernoulli_renyi_divergence(alpha, tpr, fpr) if tpr > fpr else 0.0
+        return _bernoulli_renyi_divergence(alpha, tpr, fpr) if tpr > fpr else 0.0
 
     if region == "bonferroni":
         tpr_lo = float(_clopper_pearson(k_p, n_p, beta / 2, "lower"))
@@ -522,6 +594,19 @@ def certified_threshold_bound(
     if side not in SIDES:
         raise ValueError(f"the threshold's side must be one of {SIDES}, got {side!r}")
     _check_region(region)
+    return _certified_threshold_bound(s_p, s_q, alpha, beta, value, side, region)
+
+
+def _certified_threshold_bound(
+    s_p: np.ndarray,
+    s_q: np.ndarray,
+    alpha: float,
+    beta: float,
+    value: float,
+    side: str,
+    region: str,
+) -> Certificate:
+    """:func:`certified_threshold_bound` unchecked."""
     k_p = int(np.sum(positives(s_p, value, side)))
     k_q = int(np.sum(positives(s_q, value, side)))
     bound, tpr_lo, fpr_hi = _rates_bound(k_p, s_p.size, k_q, s_q.size, alpha, beta, region)

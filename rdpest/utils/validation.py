@@ -24,6 +24,7 @@ __all__ = [
     "check_int",
     "check_positive",
     "check_probability",
+    "check_random_generator",
     "check_real",
     "check_sample_rate",
     "check_seed",
@@ -150,6 +151,22 @@ def check_seeds(seeds, name: str = "seeds") -> list[int]:
     if not seeds:
         raise ValueError(f"{name} is empty: give at least one seed")
     return seeds
+
+
+def check_random_generator(random_state) -> np.random.Generator:
+    """A numpy ``Generator`` from ``None``, a non-negative int, a ``Generator`` (used as is) or a
+    ``RandomState`` (one seed drawn from it)."""
+    if random_state is None or isinstance(random_state, np.random.Generator):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative int, got {random_state!r}")
+        return np.random.default_rng(int(random_state))
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(int(random_state.randint(0, 2**31 - 1)))
+    raise ValueError(
+        f"random_state must be None, an int or a numpy Generator/RandomState, got {random_state!r}"
+    )
 
 
 def seed_from_random_state(random_state) -> int | None:
