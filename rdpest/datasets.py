@@ -1,10 +1,10 @@
 """Benchmark pairs of distributions with a known Rényi divergence, and samplers for them.
 
-Each *family* is a one-parameter pair (P, Q) whose free parameter is solved so that D_α(P‖Q)
-equals a requested value (``divergence = 0`` gives P = Q). :func:`make_renyi_pair` draws samples
-X ~ P and Y ~ Q together with the true divergence, recomputed from :mod:`rdpest.stats.divergences` for
-the solved parameters; :func:`log_likelihood_ratio` gives the exact privacy loss log p/q that the
-Markov and Hoeffding bounds of Kim, Varshney & Alabi (2026, Thm 3.1, Thms B.2–B.3) take as input.
+Each *family* is a one-parameter pair (P, Q) whose free parameter is solved so that D_α(P‖Q) equals
+a requested value (``divergence = 0`` gives P = Q). :func:`make_renyi_pair` draws samples X ~ P and
+Y ~ Q together with the true divergence, recomputed from :mod:`rdpest.stats.divergences` for the
+solved parameters; :func:`log_likelihood_ratio` gives the exact privacy loss log p/q that the Markov
+and Hoeffding bounds of Kim, Varshney & Alabi (2026, Thm 3.1, Thms B.2–B.3) take as input.
 
 Families (Q is always the reference, N(0, 1)-like, distribution):
 

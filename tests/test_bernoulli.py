@@ -1,4 +1,4 @@
-"""Tests of rdpest.estimators.threshold: the threshold-test (TPR/FPR) baseline and its GDP conversion."""
+"""Tests of rdpest.estimators.threshold: the threshold-test (TPR/FPR) baseline, GDP conversion."""
 
 import math
 import pickle
@@ -10,7 +10,8 @@ from sklearn.base import clone
 from stat_helpers import assert_coverage
 
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
-from rdpest.estimators.threshold import BernoulliTPRFPRBaseline, gdp_from_rates
+from rdpest.estimators.threshold import BernoulliTPRFPRBaseline
+from rdpest.stats.conversions import gdp_from_rates
 from rdpest.stats.divergences import bernoulli_renyi_divergence
 
 BETA = 0.05

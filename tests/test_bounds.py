@@ -1,4 +1,4 @@
-"""Tests of rdpest.stats.bounds: validity (coverage) of every confidence bound, tightness, bad input."""
+"""Tests of rdpest.stats.bounds: coverage of every confidence bound, tightness, bad input."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Tests of rdpest.stats.conversions: reference values, round trips, stability, Opacus, bad input."""
+"""Tests of rdpest.stats.conversions: reference values, round trips, stability, Opacus, errors."""
 
 import doctest
 import itertools
@@ -51,7 +51,8 @@ def test_rdp_of_gaussian_mechanism_reference(alpha, sensitivity, noise_std, expe
     )
 
 
-# The paper's targets (PAPER_NOTES, headline numbers): at α = 2, ε_α = 0.25 / 1 / 2 / 4 / 10 is
+# The paper's targets (Kim, Varshney & Alabi 2026, Tables 1/2): at α = 2,
+# ε_α = 0.25 / 1 / 2 / 4 / 10 is
 # μ = 0.5 / 1 / √2 / 2 / √10 (ε_α = αμ²/2 = μ²); at α = 1.25 the same μ give
 # 1.25 · {0.25, 1, 2, 4, 10} / 2 = 0.15625 / 0.625 / 1.25 / 2.5 / 6.25.
 PAPER_MUS = [0.5, 1.0, math.sqrt(2.0), 2.0, math.sqrt(10.0)]

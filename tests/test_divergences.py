@@ -1,4 +1,4 @@
-"""Tests of rdpest.stats.divergences: closed forms against quadrature, edge cases, Opacus, bad input."""
+"""Tests of rdpest.stats.divergences: closed forms against quadrature, edge cases, Opacus."""
 
 import itertools
 import math

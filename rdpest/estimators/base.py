@@ -6,7 +6,7 @@ validation of the two samples, the split of ``beta`` across directions, and the 
 direction, :meth:`RenyiEstimatorBase._fit_direction` (estimate D_α(P‖Q) from X ~ P and Y ~ Q), and
 the held-out score, :meth:`RenyiEstimatorBase._score_direction`.
 
-Directions (see ../shared/DESIGN.md): ``"forward"`` estimates D_α(P‖Q), ``"reverse"`` D_α(Q‖P) and
+Directions: ``"forward"`` estimates D_α(P‖Q), ``"reverse"`` D_α(Q‖P) and
 ``"max"`` the larger of the two, which is what an (α, ε_α)-RDP claim bounds because neighbouring is
 symmetric. With ``"max"`` each direction is certified at level β/2: if max(L_f, L_r) exceeded
 max(D_f, D_r) then one of the two bounds would exceed its own divergence, an event of probability at

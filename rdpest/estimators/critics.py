@@ -2,8 +2,9 @@
 
 The critic maps a raw sample x to g(x) = M · tanh(h(z)/M), where z is x standardised with
 statistics of the training split (stored as buffers, so the module is self-contained) and h is
-an MLP. The bound M keeps the Donsker–Varadhan objective finite: unbounded critics make it
-diverge on finite samples (PAPER_NOTES.md, "Measured here"), while M · tanh(·/M) is the
+an MLP. The bound M keeps the Donsker–Varadhan objective finite: with an unbounded critic the
+empirical objective is unbounded above on finite samples (a critic that grows without limit on
+the P points drives its log-mean-exponential term to infinity), while M · tanh(·/M) is the
 identity for |h| << M.
 """
 

@@ -1,7 +1,8 @@
 """DVRenyiEstimator: a bounded, certified Donsker–Varadhan estimator of Rényi divergences.
 
-Method (Kim, Varshney & Alabi 2026, Algorithm 1 and Sec. 3, with the changes PAPER_NOTES.md found
-necessary on finite samples):
+Method (Kim, Varshney & Alabi 2026, "Optimal Guarantees for Auditing Rényi Differentially Private
+Machine Learning", Algorithm 1 and Sec. 3, with changes that finite samples need: a bounded
+critic, a classifier objective by default, sample splitting and certified confidence bounds):
 
 1. Each sample is split into a training part and a certifying part (``test_fraction``).
 2. A critic g (a torch MLP with output bounded by ``critic_bound``) is trained on the training
@@ -57,7 +58,8 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     direction : {"forward", "reverse", "max"}, default="forward"
         D_α(P‖Q), D_α(Q‖P), or the larger of the two (beta is split across directions).
     objective : {"classifier", "dv"}, default="classifier"
-        How the critic is trained: logistic loss of P against Q (converges; measured default), or
+        How the critic is trained: logistic loss of P against Q (a convex-in-output
+        loss that converges reliably; the default, see benchmarks/results/dv_defaults/), or
         the paper's DV objective with moving-average corrected gradients.
     hidden_layer_sizes : tuple of int, default=(64, 64)
         Hidden widths of the critic MLP (the paper uses (100, 100)).
@@ -97,9 +99,9 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         Number of independent random train/certify partitions for the point estimate, each with
         its own critic; ``divergence_`` is the median of their estimates (repeated
         cross-fitting, Chernozhukov et al. 2018, "Double/debiased machine learning", Sec. 3.4).
-        One partition's estimate depends strongly on the partition: measured on three Gaussian
-        samples (D_2 = 1, 500 per side), single-partition estimates had standard deviations of
-        0.2–0.6 across eight partition seeds. Only the first partition certifies the bound (at the
+        One partition's estimate depends strongly on the partition (each critic sees a different
+        half of the data), and the median over partitions reduces that variance (see
+        benchmarks/results/dv_defaults/). Only the first partition certifies the bound (at the
         full level), so ``lower_bound_`` does not depend on ``n_repeats``. Costs
         ``n_repeats`` critic trainings per direction.
     device : {"auto", "cpu", "cuda"}, default="auto"
@@ -341,9 +343,8 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         g = [_evaluate(critic, a) for a in (p_train, q_train, p_test, q_test)]
         # The point estimate clips the critic to the range it took on the training split: a
         # fixed function, so the bracket still lower-bounds D in population, and it stops one
-        # extrapolated critic value on a test point from blowing the estimate up (measured:
-        # gaussian_scale, D = 1, n = 500 had an estimate of 10.5 unclipped, 2.2 clipped,
-        # with no change in accuracy on Gaussian shifts).
+        # extrapolated critic value on a test point from blowing the estimate up (the
+        # exponential moments amplify a single outlier; see benchmarks/results/estimators/).
         critic_range = (float(min(g[0].min(), g[1].min())), float(max(g[0].max(), g[1].max())))
         point = _clipped_bracket(g[2], g[3], critic_range, self.alpha)
         return critic, history, g, critic_range, point

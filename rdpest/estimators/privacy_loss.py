@@ -16,8 +16,8 @@ gives one on D_α:
 Both bounds are certificates only when L is the TRUE privacy loss (``log_ratio`` a callable).
 With an estimated L̂ the identity above fails: E_Q[e^{αL̂}] is not e^{(α−1)D_α}; it may be larger,
 so the "bound" may exceed D_α (``certified_`` is then False). For a certified bound from an
-estimated ratio use the variational bracket (:func:`rdpest.stats.certificates.certify_critic`), which is
-valid for any fixed critic.
+estimated ratio use the variational bracket
+(:func:`rdpest.stats.certificates.certify_critic`), which is valid for any fixed critic.
 
 The callable's input: ``log_ratio`` receives the samples as the (n, d) float array that
 :meth:`fit` validated. For d = 1 a function written for (n,) arrays also works: if the call on the
@@ -341,7 +341,7 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         estimates, raw_bounds = {}, {}
         for form in forms:
             if form == "p":
-                # E_P[e^{(α−1)L}] = E_Q[(p/q)^α] = e^{(α−1)D_α} (the definition, PAPER_NOTES).
+                # E_P[e^{(α−1)L}] = E_Q[(p/q)^α] = e^{(α−1)D_α} (the definition of D_α).
                 log_mean = _log_mean_exp((alpha - 1.0) * ratio(P_cert, name_p))
             else:
                 # Kim, Varshney & Alabi (2026), Thm 3.1: Z = e^{αL(Y)}, E_Q[Z] = e^{(α−1)D_α}.

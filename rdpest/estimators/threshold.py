@@ -18,11 +18,12 @@ Two conversions of the test into a lower bound on D_α:
 - ``"gdp"`` (the prior state of the art, Annamalai & De Cristofaro, NeurIPS 2024): the rates
   imply (ε, δ)-DP at best ε = log((TPR_lo − δ)/FPR_hi); reading that as a point of a Gaussian
   trade-off curve gives μ-GDP and then (α, αμ²/2)-RDP. Valid only if the trade-off curve is
-  Gaussian (coverage 0 on Laplace pairs in our measurements): NOT certified.
+  Gaussian (it fails on Laplace pairs, see benchmarks/results/estimators/): NOT certified.
 
-The threshold must not be chosen on the data that certify it (DESIGN.md, rule 2): ``"split"``
-chooses it on a training split; ``"bonferroni"`` uses all data and pays for the choice with a
-confidence band uniform over every threshold (see :func:`_uniform_band_levels`).
+The threshold must not be chosen on the data that certify it (the Clopper–Pearson limits hold
+for a threshold fixed in advance): ``"split"`` chooses it on a training split; ``"bonferroni"``
+uses all data and pays for the choice with a confidence band uniform over every threshold (see
+:func:`_uniform_band_levels`).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ from rdpest.stats.certificates import (
     cut_points,
     positives,
 )
-from rdpest.stats.gdp import GDPFromRates, _gdp_from_rates, gdp_from_rates
 from rdpest.stats.divergences import _bernoulli_renyi_divergence
+from rdpest.stats.gdp import GDPFromRates, _gdp_from_rates, gdp_from_rates
 
 __all__ = ["BernoulliTPRFPRBaseline", "GDPFromRates", "gdp_from_rates"]
 

@@ -109,9 +109,9 @@ def joint_level(beta: float) -> float:
     uniforms (the two-sample case behind Fisher's combination of p-values, R. A. Fisher,
     Statistical Methods for Research Workers, 4th ed., 1932). So {(a, b): p₁(a) p₂(b) > c} is a
     (1 − β) joint confidence region for the two parameters: one region for both samples,
-    instead of a box of two separate (1 − β/2) intervals (Bonferroni). PAPER_NOTES.md measured
-    joint regions certifying ×1.05–1.19 tighter for the bracket and ×1.10–1.29 for threshold
-    tests.
+    instead of a box of two separate (1 − β/2) intervals (Bonferroni). The region lets the two
+    confidence statements trade level against each other, and the certified bounds over it are
+    typically tighter than over the box (see benchmarks/results/estimators/).
 
     Examples
     --------
@@ -275,8 +275,8 @@ def select_window(
 
     Candidate windows pair upper quantiles of ``g_p`` with lower quantiles of ``g_q``; each is
     scored by the certified bound (β/2 per moment) it yields on these same (training) values; the
-    best is returned. Data used here must be disjoint from the data that certify (DESIGN.md,
-    statistical rule 2).
+    best is returned. Data used here must be disjoint from the data that certify: a window chosen
+    on the certifying data would make the certificate's confidence level invalid.
 
     Examples
     --------
@@ -343,9 +343,10 @@ def certify_critic(
     bracket; ``kind="threshold"`` selects a threshold test on the critic
     (:func:`select_threshold`) and certifies its rates; ``kind="auto"`` computes both choices'
     bounds on the training values and certifies only the better one, at the full level beta (the
-    choice uses training data only, so it costs nothing; PAPER_NOTES.md measured it never worse
-    than either certificate alone). ``region`` combines the two samples' confidence statements
-    (:data:`CONFIDENCE_REGIONS`; "joint" by default, see :func:`joint_level`).
+    choice uses training data only, so it costs nothing, and it adapts to whichever certificate
+    suits the pair; see benchmarks/results/estimators/). ``region`` combines the two samples'
+    confidence statements (:data:`CONFIDENCE_REGIONS`; "joint" by default, see
+    :func:`joint_level`).
 
     Examples
     --------
@@ -519,7 +520,7 @@ def _select_threshold(
     """:func:`select_threshold` unchecked, on SORTED scores."""
     # A fixed grid of pooled quantiles, like the windows' grid: choosing among all cut points
     # overfits the training split, and "auto" would then prefer thresholds that do not certify
-    # better on new data (measured: n = 500, D = 1 and 4).
+    # better on new data (see benchmarks/results/estimators/).
     candidates = np.unique(np.quantile(np.concatenate([s_p, s_q]), _THRESHOLD_QUANTILES))
     n_p, n_q = s_p.size, s_q.size
     found = _search_thresholds(
@@ -535,8 +536,7 @@ def _select_threshold(
     # The returned score pays for the choice among the 2K candidates (level beta / (2K) instead
     # of beta, combined by ``region``): the search is optimistic on the data it searched, and
     # this puts it on the footing of the window search when certify_critic(kind="auto") compares
-    # the two (measured: without it "auto" preferred thresholds that then certified less,
-    # n = 500, D = 1 and 4).
+    # the two (without it "auto" prefers thresholds that then certify less on new data).
     score = _rates_bound(k_p, n_p, k_q, n_q, alpha, beta / (2 * candidates.size), region)[0]
     return float(candidates[i]), side, float(score)
 
@@ -571,11 +571,11 @@ def certified_threshold_bound(
 ) -> Certificate:
     """(1 − β) lower bound D_α(Bern(TPR_lo) ‖ Bern(FPR_hi)) of a FIXED threshold test.
 
-    The test says P when s > t (side "upper") or s <= t ("lower"); by post-processing its
-    Bernoulli outputs have D_α <= D_α(P‖Q) (Kim, Varshney & Alabi 2026, Table 13; see
-    rdpest.estimators.threshold). The bound is the least such divergence over a (1 − β) confidence region
-    for (TPR, FPR) from the exact binomial tests: ``region="joint"`` (default, one region from
-    the product of the two p-values, :func:`joint_level`) or ``"bonferroni"`` (Clopper–Pearson
+    The test says P when s > t (side "upper") or s <= t ("lower"); by post-processing its Bernoulli
+    outputs have D_α <= D_α(P‖Q) (Kim, Varshney & Alabi 2026, Table 13; see
+    rdpest.estimators.threshold). The bound is the least such divergence over a (1 − β) confidence
+    region for (TPR, FPR) from the exact binomial tests: ``region="joint"`` (default, one region
+    from the product of the two p-values, :func:`joint_level`) or ``"bonferroni"`` (Clopper–Pearson
     limits at β/2 each, the paper's baseline).
 
     Examples

@@ -243,7 +243,7 @@ def rdp_to_dp(
 def _opacus_epsilon_alpha(
     noise_multiplier: float, sample_rate: float, steps: int, alpha: float
 ) -> float:
-    # Imported here: opacus imports torch, which costs seconds and is not needed by the rest of
+    # Imported here: opacus imports torch, which is slow to import and not needed by the rest of
     # this module.
     from opacus.accountants.analysis.rdp import compute_rdp
 

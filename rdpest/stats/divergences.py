@@ -13,7 +13,8 @@ u = p/q − 1 and the nonnegative excess φ_β(u) = (1+u)^β − 1 − βu (vali
 the Gaussian and Laplace closed forms use power series where their terms cancel. All are
 accurate to a relative precision of about 1e-12 whatever the size of the divergence.
 
-This module imports nothing of rdpest except the argument checks.
+This module imports nothing of rdpest except the argument checks and its quadrature machinery
+(:mod:`rdpest.stats.quadrature`).
 
 Examples
 --------

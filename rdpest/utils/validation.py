@@ -95,7 +95,7 @@ def check_finite_array(x, name: str, *, ndim: int | None = 1, min_size: int = 1)
 
 
 def check_counts(successes, trials) -> tuple[int, int]:
-    """Binomial counts: integers (not bools) with ``trials >= 1`` and ``0 <= successes <= trials``."""
+    """Binomial counts: integers (not bools), ``trials >= 1`` and ``0 <= successes <= trials``."""
     for value, name in ((successes, "successes"), (trials, "trials")):
         if isinstance(value, bool) or not isinstance(value, int | np.integer):
             raise ValueError(f"{name} must be an integer, got {value!r}")
