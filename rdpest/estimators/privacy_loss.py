@@ -42,6 +42,7 @@ from rdpest.estimators.results import (
 )
 from rdpest.estimators.splits import min_two_way_sample_size, split_indices
 from rdpest.stats.bounds import _hoeffding_lower, _mean_upper
+from rdpest.stats.regions import log_mean_exp
 
 __all__ = ["HoeffdingRenyiBound", "MarkovRenyiBound"]
 
@@ -144,12 +145,6 @@ def _log_density(A, mean, chol, log_det) -> np.ndarray:
     # The −d/2 · log 2π term is common to both densities and cancels in the ratio.
     white = solve_triangular(chol, (A - mean).T, lower=True)
     return -0.5 * np.sum(white * white, axis=0) - 0.5 * log_det
-
-
-def _log_mean_exp(v: np.ndarray) -> float:
-    """log mean e^v without overflow (Z = e^{αL} exceeds the double range for large L)."""
-    peak = float(np.max(v))
-    return peak + math.log(float(np.mean(np.exp(v - peak))))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -342,10 +337,10 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         for form in forms:
             if form == "p":
                 # E_P[e^{(α−1)L}] = E_Q[(p/q)^α] = e^{(α−1)D_α} (the definition of D_α).
-                log_mean = _log_mean_exp((alpha - 1.0) * ratio(P_cert, name_p))
+                log_mean = log_mean_exp((alpha - 1.0) * ratio(P_cert, name_p))
             else:
                 # Kim, Varshney & Alabi (2026), Thm 3.1: Z = e^{αL(Y)}, E_Q[Z] = e^{(α−1)D_α}.
-                log_mean = _log_mean_exp(alpha * ratio(Q_cert, name_q))
+                log_mean = log_mean_exp(alpha * ratio(Q_cert, name_q))
             estimates[form] = log_mean / (alpha - 1.0)
             # Thm 3.1: Markov gives P(mean > E/β) <= β, i.e. log E >= log mean − log(1/β).
             raw_bounds[form] = (log_mean - math.log(1.0 / form_beta)) / (alpha - 1.0)
@@ -371,8 +366,8 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         name_p, name_q = _sample_names(direction)
         alpha = float(self.alpha)
         if self.sample in ("both", "p"):
-            return _log_mean_exp((alpha - 1.0) * ratio(X, name_p)) / (alpha - 1.0)
-        return _log_mean_exp(alpha * ratio(Y, name_q)) / (alpha - 1.0)
+            return log_mean_exp((alpha - 1.0) * ratio(X, name_p)) / (alpha - 1.0)
+        return log_mean_exp(alpha * ratio(Y, name_q)) / (alpha - 1.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -548,7 +543,7 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         )
         upper = (log_m + math.log(upper_mean)) / (alpha - 1.0)
         return DirectionResult(
-            divergence=_log_mean_exp(alpha * loss) / (alpha - 1.0),
+            divergence=log_mean_exp(alpha * loss) / (alpha - 1.0),
             lower_bound=to_divergence(lower_mean),
             beta=beta,
             upper_bound=upper,
@@ -568,4 +563,4 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         ratio = self.log_ratios_[direction]
         _, name_q = _sample_names(direction)
         loss, _ = self._bounded_loss(ratio, Y, name_q, direction)
-        return _log_mean_exp(float(self.alpha) * loss) / (float(self.alpha) - 1.0)
+        return log_mean_exp(float(self.alpha) * loss) / (float(self.alpha) - 1.0)

@@ -38,14 +38,14 @@ from rdpest.estimators.privacy_loss import _call_on_samples
 from rdpest.estimators.results import DirectionResult, ThresholdDiagnostics
 from rdpest.estimators.splits import min_two_way_sample_size, split_indices
 from rdpest.stats.bounds import _clopper_pearson
-from rdpest.stats.certificates import (
+from rdpest.stats.divergences import _bernoulli_renyi_divergence
+from rdpest.stats.gdp import GDPFromRates, _gdp_from_rates, gdp_from_rates
+from rdpest.stats.threshold_tests import (
     _search_thresholds,
     bernoulli_divergences,
     cut_points,
     positives,
 )
-from rdpest.stats.divergences import _bernoulli_renyi_divergence
-from rdpest.stats.gdp import GDPFromRates, _gdp_from_rates, gdp_from_rates
 
 __all__ = ["BernoulliTPRFPRBaseline", "GDPFromRates", "gdp_from_rates"]
 

@@ -15,10 +15,11 @@ are bounded; a (1 − β/2) lower confidence bound on E_P[A] and a (1 − β/2) 
 Clipping is a fixed function of g, so the clipped critic is again a bounded critic and the bracket
 inequality applies.
 
-A second certificate thresholds the critic: the test "g(x) > t" (or "<= t") has Bernoulli outputs,
-and Clopper–Pearson limits on its rates bound D_α(Bern(TPR) ‖ Bern(FPR)) <= D_α(P‖Q) (the
-paper's Table 13 baseline, applied to the learned critic). It wins at small divergences and small
-samples; :func:`certify_critic` can choose between the two on the training split.
+A second certificate thresholds the critic (:mod:`rdpest.stats.threshold_tests`): the test
+"g(x) > t" (or "<= t") has Bernoulli outputs, and Clopper–Pearson limits on its rates bound
+D_α(Bern(TPR) ‖ Bern(FPR)) <= D_α(P‖Q) (the paper's Table 13 baseline, applied to the learned
+critic). It wins at small divergences and small samples; :func:`certify_critic` can choose
+between the two on the training split.
 
 All functions here are pure: they take critic values, not critics, so the same certificate serves
 learned critics, exact log ratios (the "oracle" used to measure tightness) and thresholds.
@@ -26,25 +27,36 @@ learned critics, exact log ratios (the "oracle" used to measure tightness) and t
 
 from __future__ import annotations
 
-import functools
 import math
-from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
-from scipy.special import logsumexp
 
 from rdpest.stats.bounds import (
     MEAN_BOUND_METHODS,
-    _clopper_pearson,
     _mean_lower,
     _mean_lowers,
     _mean_upper,
     _mean_uppers,
 )
-from rdpest.stats.divergences import _bernoulli_renyi_divergence
+from rdpest.stats.regions import (
+    CONFIDENCE_REGIONS,
+    Certificate,
+    _check_region,
+    _joint_level,
+    _joint_minimum,
+    joint_level,
+    log_mean_exp,
+)
+from rdpest.stats.threshold_tests import (
+    _certified_threshold_bound,
+    _select_threshold,
+    certified_threshold_bound,
+    select_threshold,
+)
 from rdpest.utils.validation import check_alpha, check_beta, check_finite_array
 
+# The shared pieces (regions, the record) and the threshold certificate are re-exported: this
+# module is where a fixed critic is certified, whichever certificate does it.
 __all__ = [
     "CERTIFICATE_KINDS",
     "CONFIDENCE_REGIONS",
@@ -64,7 +76,6 @@ _UPPER_QUANTILES = (0.5, 0.75, 0.9, 0.95, 0.99, 1.0)
 _LOWER_QUANTILES = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5)
 # Window selection only needs a rough ranking of candidates: a subsample keeps it cheap at large n.
 _SELECTION_SUBSAMPLE = 4000
-_THRESHOLD_QUANTILES = np.linspace(0.02, 0.98, 25)
 # A window narrower than this is a constant critic, whose bracket is exactly 0.
 _MIN_WIDTH = 1e-9
 
@@ -73,100 +84,11 @@ _MIN_WIDTH = 1e-9
 #: critic, or whichever of the two did better on the training split ("auto").
 CERTIFICATE_KINDS = ("auto", "bracket", "threshold")
 
-#: How the two one-sided confidence statements (one per sample) are combined: "joint" (one
-#: confidence region from the product of the two p-values) or "bonferroni" (beta/2 each).
-CONFIDENCE_REGIONS = ("joint", "bonferroni")
-# Grid of the joint region's boundary: s in {0, 1/J, ..., 1}, see _joint_minimum.
-_JOINT_GRID = 16
-
-
-@dataclass(frozen=True)
-class Certificate:
-    """A certified lower bound and what produced it.
-
-    For ``kind="bracket"``: the clipping ``window`` and the confidence limits of the two moments.
-    For ``kind="threshold"``: ``threshold`` (value, side) and the Clopper–Pearson limits TPR_lo
-    (in ``mean_p_lower``) and FPR_hi (in ``mean_q_upper``).
-    """
-
-    lower_bound: float
-    window: tuple[float, float] | None
-    mean_p_lower: float
-    mean_q_upper: float
-    kind: str = "bracket"
-    threshold: tuple[float, str] | None = None
-
-
-def _log_mean_exp(values: np.ndarray) -> float:
-    return float(logsumexp(values) - math.log(values.size))
-
-
-def joint_level(beta: float) -> float:
-    """The cut-off c of the product test: c (1 − log c) = β.
-
-    For independent p-values p₁, p₂ that are valid (super-uniform) at the true parameters,
-    P(p₁ p₂ <= c) <= c (1 − log c), the distribution function of a product of two independent
-    uniforms (the two-sample case behind Fisher's combination of p-values, R. A. Fisher,
-    Statistical Methods for Research Workers, 4th ed., 1932). So {(a, b): p₁(a) p₂(b) > c} is a
-    (1 − β) joint confidence region for the two parameters: one region for both samples,
-    instead of a box of two separate (1 − β/2) intervals (Bonferroni). The region lets the two
-    confidence statements trade level against each other, and the certified bounds over it are
-    typically tighter than over the box (see benchmarks/results/estimators/).
-
-    Examples
-    --------
-    >>> c = joint_level(0.05)
-    >>> round(c, 6), round(c * (1 - math.log(c)), 12)
-    (0.008705, 0.05)
-    """
-    return _joint_level(check_beta(beta))
-
-
-@functools.lru_cache(maxsize=256)
-def _joint_level(beta: float) -> float:
-    """:func:`joint_level` unchecked and cached: its root finding would otherwise run on every
-    certificate, always for the same few levels."""
-    c = float(
-        optimize.brentq(
-            lambda c: c * (1.0 - math.log(c)) - beta, 1e-300, beta, xtol=1e-300, rtol=1e-15
-        )
-    )
-    # c (1 − log c) increases in c: step down past rounding so the region's level is >= 1 − β.
-    while c * (1.0 - math.log(c)) > beta:
-        c = math.nextafter(c, 0.0)
-    return c
-
-
-def _joint_minimum(lower_at, upper_at, objective, beta: float) -> tuple[float, float, float]:
-    """Minimum of ``objective(a, b)`` over the joint region {p_A(a) p_B(b) > c}, conservatively.
-
-    ``objective`` increases in a and decreases in b; ``lower_at(levels)`` and ``upper_at(levels)``
-    return nested one-sided bounds for a and for b (the bounds of ONE p-value function each). On
-    the region's boundary p_A = c^s and p_B = c^(1−s) for some s in [0, 1]. For s in
-    [s_j, s_{j+1}] of a grid, a point of the region has a >= lower_at(c^{s_{j+1}}) and
-    b <= upper_at(c^{1−s_j}) (a larger p-value means a bound at a larger level, nested), so the
-    minimum over j of objective at those two limits is a valid lower bound for every point of the
-    region: gridding only makes it more conservative. Returns (bound, a, b) at the minimiser.
-    """
-    c = _joint_level(beta)
-    s = np.linspace(0.0, 1.0, _JOINT_GRID + 1)
-    a = np.asarray(lower_at(c ** s[1:]), dtype=float)  # levels c^{s_{j+1}}, j = 0..J-1
-    b = np.asarray(upper_at(c ** (1.0 - s[:-1])), dtype=float)  # levels c^{1-s_j}
-    values = np.array([objective(float(ai), float(bi)) for ai, bi in zip(a, b, strict=True)])
-    j = int(np.argmin(values))
-    return float(values[j]), float(a[j]), float(b[j])
-
 
 def _check_method(method) -> str:
     if not isinstance(method, str) or method not in MEAN_BOUND_METHODS:
         raise ValueError(f"method must be one of {MEAN_BOUND_METHODS}, got {method!r}")
     return method
-
-
-def _check_region(region: str) -> str:
-    if region not in CONFIDENCE_REGIONS:
-        raise ValueError(f"region must be one of {CONFIDENCE_REGIONS}, got {region!r}")
-    return region
 
 
 def dv_bracket(g_p, g_q, alpha: float) -> float:
@@ -191,7 +113,7 @@ def dv_bracket(g_p, g_q, alpha: float) -> float:
 
 
 def _dv_bracket(g_p: np.ndarray, g_q: np.ndarray, alpha: float) -> float:
-    return alpha / (alpha - 1.0) * _log_mean_exp((alpha - 1.0) * g_p) - _log_mean_exp(alpha * g_q)
+    return alpha / (alpha - 1.0) * log_mean_exp((alpha - 1.0) * g_p) - log_mean_exp(alpha * g_q)
 
 
 def certified_dv_bracket(
@@ -400,214 +322,3 @@ def _certify_critic(
     if use_bracket:
         return _certified_dv_bracket(g_p_test, g_q_test, alpha, beta, *window, method, region)
     return _certified_threshold_bound(g_p_test, g_q_test, alpha, beta, threshold, side, region)
-
-
-# ---------------------------------------------------------------------------------------------
-# Threshold certificates: a test that thresholds the critic (or any fixed score)
-# ---------------------------------------------------------------------------------------------
-
-#: The two sides of a threshold test: "upper" says P when s > t, "lower" when s <= t.
-SIDES = ("upper", "lower")
-
-
-def bernoulli_divergences(a: np.ndarray, b: np.ndarray, alpha: float) -> np.ndarray:
-    """D_α(Bern(a) ‖ Bern(b)) where a > b (0 elsewhere); for ranking thresholds only."""
-    out = np.zeros(np.broadcast(a, b).shape)
-    a, b = np.broadcast_arrays(a, b)
-    ok = (a > b) & (b > 0.0) & (a < 1.0)
-    la, lb = np.log(a[ok]), np.log(b[ok])
-    l1a, l1b = np.log1p(-a[ok]), np.log1p(-b[ok])
-    log_moment = np.logaddexp(alpha * la + (1.0 - alpha) * lb, alpha * l1a + (1.0 - alpha) * l1b)
-    out[ok] = np.maximum(log_moment, 0.0) / (alpha - 1.0)
-    # a == 1 > b: the moment is b^{1−α} + 0, finite; b == 0 < a: infinite (cannot occur for the
-    # Clopper–Pearson upper bound, which is > 0).
-    edge = (a > b) & (a >= 1.0) & (b > 0.0)
-    out[edge] = -np.log(b[edge])
-    return out
-
-
-def counts_above(sorted_scores: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """#{s > t} for each threshold t."""
-    return sorted_scores.size - np.searchsorted(sorted_scores, thresholds, side="right")
-
-
-def cut_points(s_p: np.ndarray, s_q: np.ndarray) -> np.ndarray:
-    """Midpoints between consecutive distinct pooled scores (every partition by a threshold)."""
-    values = np.unique(np.concatenate([s_p, s_q]))
-    if values.size == 1:
-        return values
-    return values[:-1] / 2.0 + values[1:] / 2.0
-
-
-def positives(scores: np.ndarray, threshold: float, side: str) -> np.ndarray:
-    return scores > threshold if side == "upper" else scores <= threshold
-
-
-def _search_thresholds(
-    s_p: np.ndarray,
-    s_q: np.ndarray,
-    candidates: np.ndarray,
-    level_p: float,
-    level_q: float,
-    objective,
-    *,
-    margin_ties: bool,
-) -> tuple[int, str, int, int] | None:
-    """The threshold test with the largest ``objective`` over ``candidates`` and both sides.
-
-    The one search kernel of threshold tests. ``s_p`` and ``s_q`` are SORTED scores; a candidate t
-    on side "upper" says P when s > t, on side "lower" when s <= t. Each (t, side) is scored by
-    ``objective(TPR_lo, FPR_hi)`` (arrays over the candidates) with TPR_lo and FPR_hi the
-    Clopper–Pearson limits of its counts at ``level_p`` and ``level_q``; the limits depend on
-    the counts only, so one table per sample serves every candidate.
-
-    Ties: with ``margin_ties`` a tie in the objective goes to the larger margin TPR_lo − FPR_hi
-    (then the first candidate), within a side and between sides; without it, to the first
-    candidate within a side and to "upper" between sides. Returns (index of the candidate, side,
-    TPR count, FPR count), or None if no candidate has an objective above −∞ (or NaN only).
-    """
-    n_p, n_q = s_p.size, s_q.size
-    above_p = counts_above(s_p, candidates)
-    above_q = counts_above(s_q, candidates)
-    lo_table = _clopper_pearson(np.arange(n_p + 1), n_p, level_p, "lower")
-    hi_table = _clopper_pearson(np.arange(n_q + 1), n_q, level_q, "upper")
-    best_key: tuple[float, ...] = (-math.inf, -math.inf) if margin_ties else (-math.inf,)
-    best = None
-    for side in SIDES:
-        k_p = above_p if side == "upper" else n_p - above_p
-        k_q = above_q if side == "upper" else n_q - above_q
-        lo_p, hi_q = lo_table[k_p], hi_table[k_q]
-        values = objective(lo_p, hi_q)
-        if margin_ties:
-            margin = lo_p - hi_q
-            i = int(np.lexsort((-margin, -values))[0])
-            key: tuple[float, ...] = (float(values[i]), float(margin[i]))
-        else:
-            i = int(np.argmax(values))
-            key = (float(values[i]),)
-        if key > best_key:
-            best_key, best = key, (i, side, int(k_p[i]), int(k_q[i]))
-    return best
-
-
-def select_threshold(
-    s_p, s_q, alpha: float, beta: float, region: str = "bonferroni"
-) -> tuple[float, str, float]:
-    """Threshold and side of a test "s says P" chosen on TRAINING scores, and a training score.
-
-    A grid of pooled quantiles and both sides are tried; each is scored by the bound
-    :func:`certified_threshold_bound` would give on these same scores. The third value is the
-    chosen test's bound with the choice paid for (a union bound over the candidates), the score
-    that :func:`certify_critic` compares with the bracket's.
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> t, side, bound = select_threshold(rng.normal(2, 1, 400), rng.normal(0, 1, 400), 2.0, 0.05)
-    >>> side, bound > 0
-    ('upper', True)
-    """
-    alpha = check_alpha(alpha)
-    beta = check_beta(beta)
-    s_p = np.sort(check_finite_array(s_p, "s_p"))
-    s_q = np.sort(check_finite_array(s_q, "s_q"))
-    return _select_threshold(s_p, s_q, alpha, beta, region)
-
-
-def _select_threshold(
-    s_p: np.ndarray, s_q: np.ndarray, alpha: float, beta: float, region: str
-) -> tuple[float, str, float]:
-    """:func:`select_threshold` unchecked, on SORTED scores."""
-    # A fixed grid of pooled quantiles, like the windows' grid: choosing among all cut points
-    # overfits the training split, and "auto" would then prefer thresholds that do not certify
-    # better on new data (see benchmarks/results/estimators/).
-    candidates = np.unique(np.quantile(np.concatenate([s_p, s_q]), _THRESHOLD_QUANTILES))
-    n_p, n_q = s_p.size, s_q.size
-    found = _search_thresholds(
-        s_p,
-        s_q,
-        candidates,
-        beta / 2,
-        beta / 2,
-        lambda lo_p, hi_q: bernoulli_divergences(lo_p, hi_q, alpha),
-        margin_ties=False,
-    )
-    i, side, k_p, k_q = (0, "upper", 0, 0) if found is None else found
-    # The returned score pays for the choice among the 2K candidates (level beta / (2K) instead
-    # of beta, combined by ``region``): the search is optimistic on the data it searched, and
-    # this puts it on the footing of the window search when certify_critic(kind="auto") compares
-    # the two (without it "auto" prefers thresholds that then certify less on new data).
-    score = _rates_bound(k_p, n_p, k_q, n_q, alpha, beta / (2 * candidates.size), region)[0]
-    return float(candidates[i]), side, float(score)
-
-
-def _rates_bound(
-    k_p: int, n_p: int, k_q: int, n_q: int, alpha: float, beta: float, region: str
-) -> tuple[float, float, float]:
-    """(bound, TPR_lo, FPR_hi): the least D_α(Bern(TPR) ‖ Bern(FPR)) over a confidence region.
-
-    The Clopper–Pearson limits are the inversions of the exact binomial tail p-values
-    P_t(K_p >= k_p) and P_f(K_q <= k_q), so they serve both the Bonferroni box and the joint
-    region (:func:`joint_level`).
-    """
-
-    def divergence(tpr: float, fpr: float) -> float:
-        return _bernoulli_renyi_divergence(alpha, tpr, fpr) if tpr > fpr else 0.0
-
-    if region == "bonferroni":
-        tpr_lo = float(_clopper_pearson(k_p, n_p, beta / 2, "lower"))
-        fpr_hi = float(_clopper_pearson(k_q, n_q, beta / 2, "upper"))
-        return float(divergence(tpr_lo, fpr_hi)), tpr_lo, fpr_hi
-    return _joint_minimum(
-        lambda levels: _clopper_pearson(k_p, n_p, levels, "lower"),
-        lambda levels: _clopper_pearson(k_q, n_q, levels, "upper"),
-        divergence,
-        beta,
-    )
-
-
-def certified_threshold_bound(
-    s_p, s_q, alpha: float, beta: float, threshold: tuple[float, str], region: str = "joint"
-) -> Certificate:
-    """(1 − β) lower bound D_α(Bern(TPR_lo) ‖ Bern(FPR_hi)) of a FIXED threshold test.
-
-    The test says P when s > t (side "upper") or s <= t ("lower"); by post-processing its Bernoulli
-    outputs have D_α <= D_α(P‖Q) (Kim, Varshney & Alabi 2026, Table 13; see
-    rdpest.estimators.threshold). The bound is the least such divergence over a (1 − β) confidence
-    region for (TPR, FPR) from the exact binomial tests: ``region="joint"`` (default, one region
-    from the product of the two p-values, :func:`joint_level`) or ``"bonferroni"`` (Clopper–Pearson
-    limits at β/2 each, the paper's baseline).
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> cert = certified_threshold_bound(rng.normal(2, 1, 400), rng.normal(0, 1, 400), 2.0, 0.05,
-    ...                                  (1.0, "upper"))
-    >>> 0.0 < cert.lower_bound < 4.0  # the truth is D_2 = 2 * 2**2 / 2 = 4
-    True
-    """
-    alpha = check_alpha(alpha)
-    beta = check_beta(beta)
-    s_p = check_finite_array(s_p, "s_p")
-    s_q = check_finite_array(s_q, "s_q")
-    value, side = float(threshold[0]), threshold[1]
-    if side not in SIDES:
-        raise ValueError(f"the threshold's side must be one of {SIDES}, got {side!r}")
-    _check_region(region)
-    return _certified_threshold_bound(s_p, s_q, alpha, beta, value, side, region)
-
-
-def _certified_threshold_bound(
-    s_p: np.ndarray,
-    s_q: np.ndarray,
-    alpha: float,
-    beta: float,
-    value: float,
-    side: str,
-    region: str,
-) -> Certificate:
-    """:func:`certified_threshold_bound` unchecked."""
-    k_p = int(np.sum(positives(s_p, value, side)))
-    k_q = int(np.sum(positives(s_q, value, side)))
-    bound, tpr_lo, fpr_hi = _rates_bound(k_p, s_p.size, k_q, s_q.size, alpha, beta, region)
-    return Certificate(float(bound), None, float(tpr_lo), float(fpr_hi), "threshold", (value, side))
