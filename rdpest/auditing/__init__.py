@@ -9,7 +9,7 @@ mechanisms) imports no Opacus; :class:`DPSGDAuditor` lives in :mod:`rdpest.audit
 only package that does, and is imported from there on first use.
 """
 
-from rdpest.auditing.auditor import Auditor, default_estimators, run_seed
+from rdpest.auditing.auditor import Auditor, check_audit_settings, default_estimators, run_seed
 from rdpest.auditing.result import AuditResult
 from rdpest.auditing.store import RunStore
 from rdpest.auditing.synthetic import GaussianMechanismScore
@@ -20,6 +20,7 @@ __all__ = [
     "DPSGDAuditor",
     "GaussianMechanismScore",
     "RunStore",
+    "check_audit_settings",
     "default_estimators",
     "run_seed",
 ]

@@ -32,7 +32,14 @@ from rdpest.auditing.store import RunStore
 from rdpest.estimators.base import RenyiEstimatorBase
 from rdpest.utils.validation import check_alpha, check_beta, check_real
 
-__all__ = ["Auditor", "check_audit_settings", "default_estimators", "run_seed", "runs_per_call"]
+__all__ = [
+    "AUDIT_SETTINGS",
+    "Auditor",
+    "check_audit_settings",
+    "default_estimators",
+    "run_seed",
+    "runs_per_call",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +133,11 @@ def runs_per_call(score_fn) -> int:
             f"{group!r}"
         )
     return int(group)
+
+
+#: The generic audit's settings besides the claim, as :class:`Auditor` names them (and
+#: :func:`check_audit_settings` takes them).
+AUDIT_SETTINGS = ("alpha", "beta", "n_runs", "estimators", "n_jobs", "random_state")
 
 
 def check_audit_settings(
@@ -246,15 +258,8 @@ class Auditor:
         if not callable(self.score_fn):
             raise ValueError(f"score_fn must be callable, got {self.score_fn!r}")
         runs_per_call(self.score_fn)
-        return check_audit_settings(
-            claimed_epsilon=self.claimed_epsilon,
-            alpha=self.alpha,
-            beta=self.beta,
-            n_runs=self.n_runs,
-            estimators=self.estimators,
-            n_jobs=self.n_jobs,
-            random_state=self.random_state,
-        )
+        settings = {name: getattr(self, name) for name in AUDIT_SETTINGS}
+        return check_audit_settings(claimed_epsilon=self.claimed_epsilon, **settings)
 
     def _fingerprint(self) -> dict:
         if self.config is not None:

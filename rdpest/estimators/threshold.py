@@ -39,7 +39,7 @@ from rdpest.estimators.results import DirectionResult, ThresholdDiagnostics
 from rdpest.estimators.splits import min_two_way_sample_size, split_indices
 from rdpest.stats.bounds import _clopper_pearson
 from rdpest.stats.divergences import _bernoulli_renyi_divergence
-from rdpest.stats.gdp import GDPFromRates, _gdp_from_rates, gdp_from_rates
+from rdpest.stats.gdp import _gdp_from_rates
 from rdpest.stats.threshold_tests import (
     _search_thresholds,
     bernoulli_divergences,
@@ -47,7 +47,7 @@ from rdpest.stats.threshold_tests import (
     positives,
 )
 
-__all__ = ["BernoulliTPRFPRBaseline", "GDPFromRates", "gdp_from_rates"]
+__all__ = ["BernoulliTPRFPRBaseline"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -54,6 +54,13 @@ _BET_TRUNCATION = 0.75
 _BISECTION_STEPS = 60
 
 
+def _checked(x, beta, lower, upper) -> tuple[np.ndarray, float, float, float]:
+    """(x, beta, lower, upper) validated, in the order the private bound functions take them."""
+    beta = check_beta(beta)
+    x, lower, upper = _check_sample(x, lower, upper)
+    return x, beta, lower, upper
+
+
 def _check_sample(x, lower, upper, name: str = "x") -> tuple[np.ndarray, float, float]:
     """Validate samples and their known range [lower, upper] (the public functions' check)."""
     x = check_finite_array(x, name)
@@ -118,9 +125,7 @@ def hoeffding_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0
     >>> round(hoeffding_lower_bound([0.5] * 100, beta=0.05), 4)
     0.3776
     """
-    beta = check_beta(beta)
-    x, lower, upper = _check_sample(x, lower, upper)
-    return _hoeffding_lower(x, beta, lower, upper)
+    return _hoeffding_lower(*_checked(x, beta, lower, upper))
 
 
 def bernstein_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0) -> float:
@@ -134,9 +139,7 @@ def bernstein_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0
     >>> round(bernstein_lower_bound([0.5] * 100, beta=0.05), 4)
     0.4131
     """
-    beta = check_beta(beta)
-    x, lower, upper = _check_sample(x, lower, upper)
-    return _bernstein_lower(x, beta, lower, upper)
+    return _bernstein_lower(*_checked(x, beta, lower, upper))
 
 
 def _betting_log_capital_max(u: np.ndarray, m: float, bets: np.ndarray) -> float:
@@ -192,9 +195,7 @@ def betting_lower_bound(
     >>> round(betting_lower_bound(x, beta=0.05), 3) < 2 / 7
     True
     """
-    beta = check_beta(beta)
-    x, lower, upper = _check_sample(x, lower, upper)
-    return _betting_lower(x, beta, lower, upper, random_state)
+    return _betting_lower(*_checked(x, beta, lower, upper), random_state)
 
 
 def _betting_unit_bounds(u: np.ndarray, bets: np.ndarray, levels: np.ndarray) -> np.ndarray:
@@ -275,9 +276,7 @@ def mean_lower_bound(
     True
     """
     method = _check_method(method)
-    beta = check_beta(beta)
-    x, lower, upper = _check_sample(x, lower, upper)
-    return _mean_lower(x, beta, lower, upper, method)
+    return _mean_lower(*_checked(x, beta, lower, upper), method)
 
 
 def mean_upper_bound(
@@ -291,9 +290,7 @@ def mean_upper_bound(
     0.6224
     """
     method = _check_method(method)
-    beta = check_beta(beta)
-    x, lower, upper = _check_sample(x, lower, upper)
-    return _mean_upper(x, beta, lower, upper, method)
+    return _mean_upper(*_checked(x, beta, lower, upper), method)
 
 
 def mean_lower_bounds(

@@ -3,12 +3,8 @@
 Pure functions, natural logarithms, RDP in the standard scale of Mironov (2017): a mechanism is
 (α, ε_α)-RDP when D_α(M(D)‖M(D′)) ≤ ε_α with D_α = 1/(α−1) · log E_Q[(p/q)^α].
 
-- μ-GDP → RDP: μ-GDP implies (α, αμ²/2)-RDP for every α > 1 (Bun & Steinke 2016, Prop. 1.6 for
-  the Gaussian pair; Dong, Roth & Su 2022, "Gaussian differential privacy", JRSS-B).
-- μ-GDP ↔ (ε, δ)-DP: the privacy profile δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth &
-  Su 2022, Cor. 2.13), and its inverses in ε and in μ. The inverse in μ is the (ε, δ) → μ-GDP step
-  of the prior black-box DP-SGD audit (Annamalai & De Cristofaro, NeurIPS 2024), which Kim,
-  Varshney & Alabi (2026) compare against; it is exact only for Gaussian trade-off curves.
+- μ-GDP → RDP and μ-GDP ↔ (ε, δ)-DP: implemented in :mod:`rdpest.stats.gdp` and re-exported
+  here (``gdp_to_rdp``, ``gdp_delta``, ``gdp_epsilon``, ``gdp_mu``, ``gdp_from_rates``).
 - RDP → (ε, δ)-DP: Mironov (2017, Prop. 3) and the tighter conversion of Balle et al. (2020,
   "Hypothesis testing interpretations and Rényi differential privacy", Thm 21), also in Canonne,
   Kamath & Steinke (2020). Opacus's ``get_privacy_spent`` implements the latter.
@@ -37,8 +33,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize
 
-from rdpest.stats.gdp import GDPFromRates as GDPFromRates  # re-exported, not in __all__
 from rdpest.stats.gdp import (
+    GDPFromRates,
     gdp_delta,
     gdp_epsilon,
     gdp_from_rates,
@@ -54,10 +50,11 @@ from rdpest.utils.validation import (
     check_steps,
 )
 
-# GDPFromRates is importable from here too; it stays out of __all__ while docs/api.rst documents
-# it under rdpest.estimators.threshold (one description per object).
+# The μ-GDP conversions live in rdpest.stats.gdp; this module is the one place users import every
+# privacy conversion from, so it re-exports them.
 __all__ = [
     "RDP_TO_DP_METHODS",
+    "GDPFromRates",
     "dpsgd_epsilon_alpha",
     "gdp_delta",
     "gdp_epsilon",

@@ -16,7 +16,7 @@ import logging
 import numpy as np
 import torch
 
-from rdpest.auditing.auditor import Auditor, check_audit_settings
+from rdpest.auditing.auditor import AUDIT_SETTINGS, Auditor, check_audit_settings
 from rdpest.auditing.dpsgd.canaries import make_canary
 from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, split_pretrain
@@ -266,12 +266,7 @@ class DPSGDAuditor:
         """The generic audit's settings (what :func:`check_audit_settings` validates)."""
         return {
             "claimed_epsilon": claimed,
-            "alpha": self.alpha,
-            "beta": self.beta,
-            "n_runs": self.n_runs,
-            "estimators": self.estimators,
-            "n_jobs": self.n_jobs,
-            "random_state": self.random_state,
+            **{name: getattr(self, name) for name in AUDIT_SETTINGS},
         }
 
     def _generic_auditor(self, score_fn, claimed: float, config: dict) -> Auditor:

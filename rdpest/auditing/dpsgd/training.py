@@ -440,10 +440,11 @@ noise_scale_bug
     Examples
     --------
     >>> from rdpest.auditing.dpsgd.models import make_model
-    >>> X = np.random.default_rng(0).random((30, 4), dtype=np.float32)
-    >>> y = (X[:, 0] > 0.5).astype(np.int64)
-    >>> _ = torch.manual_seed(0)
-    >>> model = make_model("lr", 4, 2)
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = rng.random((30, 4), dtype=np.float32), rng.integers(0, 2, 30)
+    >>> with torch.random.fork_rng():
+    ...     _ = torch.manual_seed(0)
+    ...     model = make_model("lr", 4, 2)
     >>> a, b = train_dp_sgd_many(model, X, y, seeds=[3, 4], noise_multiplier=1.0, steps=5)
     >>> single = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=5, seed=3)
     >>> bool(torch.allclose(a[1].weight, single[1].weight, atol=1e-5))

@@ -18,12 +18,13 @@ from torch import nn
 
 from rdpest import DVRenyiEstimator
 from rdpest.auditing import Auditor
-from rdpest.auditing.dpsgd import auditor as dpsgd_module
 from rdpest.auditing.auditor import runs_per_call
 from rdpest.auditing.dpsgd import DPSGDAuditor
+from rdpest.auditing.dpsgd import auditor as dpsgd_module
 from rdpest.auditing.dpsgd.canaries import make_canary
-from rdpest.auditing.dpsgd.data import load_digits_data, split_pretrain
+from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.models import make_model
+from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
 from rdpest.auditing.dpsgd.stacking import (
     MAX_STACK,
     MAX_STACK_CUDA,
@@ -33,20 +34,15 @@ from rdpest.auditing.dpsgd.stacking import (
     stackable,
     unstack_model,
 )
-from rdpest.auditing.dpsgd.config import DPSGDConfig
-from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
 from rdpest.auditing.dpsgd.training import train_dp_sgd, train_dp_sgd_many
+from tests.helpers import flat_parameters
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
 
 
 @pytest.fixture(scope="module")
-def data():
-    """A 200-row stratified slice of the digits audit half."""
-    X, y = load_digits_data()
-    _, _, X_audit, y_audit = split_pretrain(X, y, seed=0)
-    _, _, X_small, y_small = split_pretrain(X_audit, y_audit, pretrain_fraction=0.75, seed=1)
-    return X_small, y_small
+def data(digits_slice):
+    return digits_slice
 
 
 def _model(name_or_net, n_features=64, n_classes=10, seed=0):
@@ -55,10 +51,6 @@ def _model(name_or_net, n_features=64, n_classes=10, seed=0):
         if isinstance(name_or_net, str):
             return make_model(name_or_net, n_features, n_classes)
         return name_or_net()
-
-
-def _flat(module: nn.Module) -> torch.Tensor:
-    return torch.cat([p.detach().cpu().flatten() for p in module.parameters()])
 
 
 def _gradient_norms(model: nn.Module, X, y) -> np.ndarray:
@@ -95,12 +87,12 @@ def test_each_stacked_copy_is_the_single_run_with_its_seed(data, name, noise_mul
     for seed, stacked in zip(seeds, many, strict=True):
         single = train_dp_sgd(model, X, y, seed=seed, **kwargs)
         assert type(stacked) is type(model)
-        assert torch.allclose(_flat(stacked), _flat(single), atol=1e-5, rtol=0)
-    assert torch.equal(_flat(many[0]), _flat(many[2]))
-    moved = (_flat(many[0]) - _flat(model)).abs().max()
+        assert torch.allclose(flat_parameters(stacked), flat_parameters(single), atol=1e-5, rtol=0)
+    assert torch.equal(flat_parameters(many[0]), flat_parameters(many[2]))
+    moved = (flat_parameters(many[0]) - flat_parameters(model)).abs().max()
     assert moved > 1e-3  # training did something
     if noise_multiplier > 0:
-        assert not torch.allclose(_flat(many[0]), _flat(many[1]), atol=1e-4)
+        assert not torch.allclose(flat_parameters(many[0]), flat_parameters(many[1]), atol=1e-4)
 
 
 @pytest.mark.parametrize("frozen", ["0.weight", "0.bias", "2.weight"])
@@ -116,7 +108,7 @@ def test_frozen_parameters_stay_frozen_as_in_a_single_run(frozen):
     many = train_dp_sgd_many(model, X, y, seeds=[2, 3], **kwargs)
     for seed, stacked in zip([2, 3], many, strict=True):
         single = train_dp_sgd(model, X, y, seed=seed, **kwargs)
-        assert torch.allclose(_flat(stacked), _flat(single), atol=1e-5, rtol=0)
+        assert torch.allclose(flat_parameters(stacked), flat_parameters(single), atol=1e-5, rtol=0)
         assert torch.equal(stacked.get_parameter(frozen), model.get_parameter(frozen))
         assert not stacked.get_parameter(frozen).requires_grad
 
@@ -141,7 +133,7 @@ def test_stacked_noise_is_sigma_c_per_copy_and_independent_across_copies():
         steps=1,
         learning_rate=50.0,
     )
-    deltas = [(_flat(m) - _flat(model)).numpy() for m in out]
+    deltas = [(flat_parameters(m) - flat_parameters(model)).numpy() for m in out]
     for delta in deltas:
         assert np.std(delta) == pytest.approx(1.0, rel=0.15)
     corr = np.corrcoef(deltas)
@@ -151,10 +143,10 @@ def test_stacked_noise_is_sigma_c_per_copy_and_independent_across_copies():
 def test_stacking_leaves_the_model_and_global_rng_alone(data):
     X, y = data
     model = _model("lr")
-    before = _flat(model)
+    before = flat_parameters(model)
     state = torch.get_rng_state()
     train_dp_sgd_many(model, X, y, seeds=[1, 2], noise_multiplier=1.0, steps=2)
-    assert torch.equal(_flat(model), before)
+    assert torch.equal(flat_parameters(model), before)
     assert torch.equal(torch.get_rng_state(), state)
 
 
@@ -179,7 +171,7 @@ def test_stack_and_unstack_round_trip():
     stacked = stack_model(model, 4)
     models = unstack_model(stacked, model)
     assert len(models) == 4
-    assert all(torch.equal(_flat(m), _flat(model)) for m in models)
+    assert all(torch.equal(flat_parameters(m), flat_parameters(model)) for m in models)
 
 
 def test_what_can_be_stacked():
@@ -250,7 +242,7 @@ def test_train_dp_sgd_many_rejects_bad_input(data):
     a, b = train_dp_sgd_many(
         make_model("lr", 64, 10), X, y, seeds=np.array([4, 5]), noise_multiplier=1.0, steps=2
     )
-    assert not torch.equal(_flat(a), _flat(b))
+    assert not torch.equal(flat_parameters(a), flat_parameters(b))
     with pytest.raises(ValueError, match="noise_multiplier"):
         train_dp_sgd_many(make_model("lr", 64, 10), X, y, seeds=[1], noise_multiplier=-1.0)
 
@@ -395,19 +387,10 @@ def test_stacking_needs_a_checked_opacus_release(data, monkeypatch):
         train_dp_sgd_many(lr, X, y, seeds=[1], noise_multiplier=1.0)
 
 
-def test_stacked_audit_on_a_dask_local_cluster_gives_identical_results():
-    import distributed  # the dev extra installs it: a missing install must fail, not skip
-    from joblib import parallel_config
-
+def test_stacked_audit_on_a_dask_local_cluster_gives_identical_results(dask_backend):
     options = _STACKED_AUDIT
     expected = DPSGDAuditor(n_jobs=1, **options).auditor().collect()
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster),
-        parallel_config(backend="dask"),
-    ):
+    with dask_backend():
         got = DPSGDAuditor(n_jobs=2, **options).auditor().collect()
     np.testing.assert_array_equal(expected[0], got[0])
     np.testing.assert_array_equal(expected[1], got[1])
@@ -433,4 +416,4 @@ def test_cuda_stacked_runs_equal_single_runs(data):
     assert next(many[0].parameters()).device.type == "cuda"
     for seed, stacked in zip([1, 2, 3], many, strict=True):
         single = train_dp_sgd(model, X, y, seed=seed, **kwargs)
-        assert torch.allclose(_flat(stacked), _flat(single), atol=1e-4, rtol=0)
+        assert torch.allclose(flat_parameters(stacked), flat_parameters(single), atol=1e-4, rtol=0)

@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-from stat_helpers import assert_coverage
 
 from rdpest.stats.certificates import (
     CONFIDENCE_REGIONS,
@@ -17,6 +16,7 @@ from rdpest.stats.certificates import (
     select_window,
 )
 from rdpest.stats.divergences import bernoulli_renyi_divergence
+from tests.helpers import assert_coverage
 
 
 def test_bracket_equals_divergence_at_the_true_log_ratio():

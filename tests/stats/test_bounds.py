@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
-from stat_helpers import assert_coverage
 
 from rdpest.stats import bounds
+from tests.helpers import assert_coverage
 
 BETA = 0.05
 # (sampler, true mean, support) — Bernoulli(1/2) is the worst case for Hoeffding, Bernoulli(0.02)

@@ -40,19 +40,10 @@ def test_results_do_not_depend_on_n_jobs():
     assert a[1][3] == mech(True, run_seed(0, 1, 3))
 
 
-def test_dask_local_cluster_backend_gives_identical_results():
-    import distributed  # the dev extra installs it: a missing install must fail, not skip
-    from joblib import parallel_config
-
+def test_dask_local_cluster_backend_gives_identical_results(dask_backend):
     mech = GaussianMechanismScore(noise_std=2.0)
     expected = _auditor(mech, n_runs=20).collect()
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster),
-        parallel_config(backend="dask"),
-    ):
+    with dask_backend():
         got = _auditor(mech, n_runs=20, n_jobs=2).collect()
     np.testing.assert_array_equal(expected[0], got[0])
     np.testing.assert_array_equal(expected[1], got[1])

@@ -1,18 +1,16 @@
 """Tests of rdpest.estimators.privacy_loss: Markov and Hoeffding bounds from the privacy loss."""
 
 import math
-import pickle
 
 import numpy as np
 import pytest
 from scipy import stats
-from sklearn.base import clone
-from stat_helpers import COVERAGE_PVALUE, assert_coverage
 
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
 from rdpest.estimators.privacy_loss import HoeffdingRenyiBound, MarkovRenyiBound
 from rdpest.estimators.threshold import BernoulliTPRFPRBaseline
 from rdpest.stats.divergences import bernoulli_renyi_divergence, gaussian_renyi_divergence
+from tests.helpers import COVERAGE_PVALUE, assert_clone_and_pickle_round_trip, assert_coverage
 
 BETA = 0.05
 
@@ -476,11 +474,4 @@ def test_score_is_plug_in_on_new_data():
     ],
 )
 def test_get_params_clone_pickle(est):
-    params = est.get_params()
-    assert clone(est).get_params() == params
-    X, Y, _ = make_renyi_pair("gaussian_shift", 2.0, 0.5, 300, random_state=0)
-    fitted = clone(est).fit(X, Y)
-    restored = pickle.loads(pickle.dumps(fitted))
-    assert restored.lower_bound_ == fitted.lower_bound_
-    assert restored.score(X, Y) == pytest.approx(fitted.score(X, Y), rel=1e-12)
-    assert clone(est).set_params(beta=0.2).beta == 0.2
+    assert_clone_and_pickle_round_trip(est, score_rel=1e-12)

@@ -9,10 +9,10 @@ import torch
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from stat_helpers import assert_coverage
 
 from rdpest import DVRenyiEstimator
 from rdpest.datasets import make_renyi_pair
+from tests.helpers import assert_coverage
 
 # Small, fast settings for contract tests (accuracy is measured by benchmarks/bench_estimators.py).
 FAST = {"max_epochs": 30, "hidden_layer_sizes": (16,), "random_state": 0}

@@ -9,20 +9,15 @@ import pytest
 import torch
 from torch import nn
 
-from rdpest.auditing.dpsgd.canaries import make_canary
-from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, load_npz, split_pretrain
-from rdpest.auditing.dpsgd.models import make_model
-from rdpest.auditing.dpsgd.canaries import canary_loss
+from rdpest.auditing.dpsgd.canaries import canary_loss, make_canary
 from rdpest.auditing.dpsgd.config import DPSGDConfig
+from rdpest.auditing.dpsgd.data import load_arrays, load_npz, split_pretrain
+from rdpest.auditing.dpsgd.models import make_model
 from rdpest.auditing.dpsgd.run import DPSGDRun
 from rdpest.auditing.dpsgd.training import pretrain, train_dp_sgd
+from tests.helpers import flat_parameters
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_digits_data()
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +32,6 @@ def small_audit(digits):
     theta0 = pretrain(model, X_pre, y_pre, epochs=10, seed=0)
     model.load_state_dict(theta0)
     return X_small, y_small, model, theta0
-
-
-def _flat(module: nn.Module) -> torch.Tensor:
-    return torch.cat([p.detach().cpu().flatten() for p in module.parameters()])
 
 
 def _toy(n=30, d=4, seed=0):
@@ -242,12 +233,12 @@ def test_pretrain_reduces_loss_and_leaves_model_alone(digits):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         model = make_model("lr", 64, 10)
-    before = _flat(model)
+    before = flat_parameters(model)
     criterion = nn.CrossEntropyLoss()
     with torch.no_grad():
         loss0 = float(criterion(model(torch.from_numpy(X)), torch.from_numpy(y)))
     state = pretrain(model, X, y, epochs=3, seed=0)
-    assert torch.equal(_flat(model), before)
+    assert torch.equal(flat_parameters(model), before)
     model.load_state_dict(state)
     with torch.no_grad():
         loss1 = float(criterion(model(torch.from_numpy(X)), torch.from_numpy(y)))
@@ -257,16 +248,16 @@ def test_pretrain_reduces_loss_and_leaves_model_alone(digits):
 
 def test_train_dp_sgd_reproducible_and_leaves_rng_and_model_alone(small_audit):
     X, y, model, _ = small_audit
-    before = _flat(model)
+    before = flat_parameters(model)
     torch_state = torch.get_rng_state()
     np_state = np.random.get_state()[1].copy()  # noqa: NPY002 (global state untouched?)
     kwargs = {"noise_multiplier": 1.0, "steps": 5}
     a = train_dp_sgd(model, X, y, seed=11, **kwargs)
     b = train_dp_sgd(model, X, y, seed=11, **kwargs)
     c = train_dp_sgd(model, X, y, seed=12, **kwargs)
-    assert torch.equal(_flat(a), _flat(b))
-    assert not torch.equal(_flat(a), _flat(c))
-    assert torch.equal(_flat(model), before) and a is not model
+    assert torch.equal(flat_parameters(a), flat_parameters(b))
+    assert not torch.equal(flat_parameters(a), flat_parameters(c))
+    assert torch.equal(flat_parameters(model), before) and a is not model
     assert torch.equal(torch.get_rng_state(), torch_state)
     assert np.array_equal(np.random.get_state()[1], np_state)  # noqa: NPY002
     assert not any(hasattr(p, "grad_sample") for p in a.parameters())
@@ -283,7 +274,7 @@ def test_expanded_weights_ghost_clipping_and_hooks_agree(small_audit, name):
     hooks = train_dp_sgd(model, X, y, grad_sample_mode="hooks", **kwargs)
     for mode in ("ew", "ghost", "auto"):
         other = train_dp_sgd(model, X, y, grad_sample_mode=mode, **kwargs)
-        assert torch.allclose(_flat(hooks), _flat(other), atol=1e-6), mode
+        assert torch.allclose(flat_parameters(hooks), flat_parameters(other), atol=1e-6), mode
 
 
 def test_auto_mode_picks_ghost_for_linear_models_and_ew_for_convolutions():
@@ -319,7 +310,9 @@ def test_poisson_sampling_reproducible_with_empty_batches():
     a = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=10, sample_rate=0.02, seed=1)
     b = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=10, sample_rate=0.02, seed=1)
     c = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=10, sample_rate=0.3, seed=1)
-    assert torch.equal(_flat(a), _flat(b)) and not torch.equal(_flat(a), _flat(c))
+    assert torch.equal(flat_parameters(a), flat_parameters(b)) and not torch.equal(
+        flat_parameters(a), flat_parameters(c)
+    )
 
 
 def test_noise_is_sigma_c_on_the_summed_gradient():
@@ -339,7 +332,7 @@ def test_noise_is_sigma_c_on_the_summed_gradient():
             seed=0,
             noise_scale_bug=bug,
         )
-        delta = (_flat(out) - _flat(model)).numpy()
+        delta = (flat_parameters(out) - flat_parameters(model)).numpy()
         assert np.std(delta) == pytest.approx(expected, rel=0.15)
 
 
@@ -348,8 +341,8 @@ def test_noise_scale_bug_equals_smaller_noise(small_audit):
     buggy = train_dp_sgd(model, X, y, noise_multiplier=2.0, noise_scale_bug=0.25, steps=3, seed=4)
     honest = train_dp_sgd(model, X, y, noise_multiplier=0.5, steps=3, seed=4)
     claimed = train_dp_sgd(model, X, y, noise_multiplier=2.0, steps=3, seed=4)
-    assert torch.equal(_flat(buggy), _flat(honest))
-    assert not torch.equal(_flat(buggy), _flat(claimed))
+    assert torch.equal(flat_parameters(buggy), flat_parameters(honest))
+    assert not torch.equal(flat_parameters(buggy), flat_parameters(claimed))
 
 
 def test_canary_signal_vanishes_with_huge_noise_and_is_clear_with_tiny_noise(small_audit):
@@ -476,7 +469,7 @@ def test_cuda_training_is_reproducible(small_audit):
     a = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=3, seed=2, device="cuda")
     b = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=3, seed=2, device="cuda")
     assert next(a.parameters()).device.type == "cuda"
-    assert torch.equal(_flat(a), _flat(b))
+    assert torch.equal(flat_parameters(a), flat_parameters(b))
     assert canary_loss(a, np.zeros(64, np.float32), 0) > 0
     config = DPSGDConfig(noise_multiplier=1.0, steps=3)
     run = DPSGDRun("lr", X, y, make_canary("blank", X, y), theta0, config=config, device="cuda")
@@ -484,7 +477,7 @@ def test_cuda_training_is_reproducible(small_audit):
     poisson = train_dp_sgd(
         model, X, y, noise_multiplier=1.0, steps=3, seed=2, device="cuda", sample_rate=0.1
     )
-    assert torch.isfinite(_flat(poisson)).all()
+    assert torch.isfinite(flat_parameters(poisson)).all()
 
 
 def test_cuda_unavailable_is_a_value_error():

@@ -1,0 +1,1 @@
+"""Tests of rdpest; the layout mirrors the package."""

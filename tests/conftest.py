@@ -1,0 +1,55 @@
+"""Fixtures shared by the test suite; plain helper functions live in :mod:`tests.helpers`.
+
+The test tree mirrors the package: ``tests/stats``, ``tests/estimators``, ``tests/auditing`` and
+``tests/auditing/dpsgd`` test the modules of the same name; the README, CLI, docs and examples
+are tested at the top. Slow statistical suites carry the ``slow`` marker: the default run
+leaves them out and ``.ci/run`` runs them afterwards with ``pytest -m slow``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def digits():
+    """scikit-learn's digits as the DP-SGD audits load them (float32 features, int64 labels)."""
+    from rdpest.auditing.dpsgd.data import load_digits_data
+
+    return load_digits_data()
+
+
+@pytest.fixture(scope="session")
+def digits_slice(digits):
+    """A 200-row stratified slice of the digits' audited half (seeded, the same every time)."""
+    from rdpest.auditing.dpsgd.data import split_pretrain
+
+    X, y = digits
+    _, _, X_audit, y_audit = split_pretrain(X, y, seed=0)
+    _, _, X_small, y_small = split_pretrain(X_audit, y_audit, pretrain_fraction=0.75, seed=1)
+    return X_small, y_small
+
+
+@pytest.fixture
+def dask_backend():
+    """A context manager that runs joblib on a real two-worker Dask ``LocalCluster``.
+
+    The dev extra installs Dask: a missing install fails the test rather than skipping it.
+    """
+    import distributed
+    from joblib import parallel_config
+
+    @contextmanager
+    def backend():
+        with (
+            distributed.LocalCluster(
+                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            distributed.Client(cluster),
+            parallel_config(backend="dask"),
+        ):
+            yield
+
+    return backend
