@@ -68,6 +68,12 @@ def _check_sample(x, lower, upper, name: str = "x") -> tuple[np.ndarray, float, 
     upper = check_real(upper, "upper")
     if not upper > lower:
         raise ValueError(f"upper must be greater than lower, got lower={lower}, upper={upper}")
+    # The bounds rescale by upper − lower and reflect through lower + upper: both must be floats.
+    if not (math.isfinite(upper - lower) and math.isfinite(upper + lower)):
+        raise ValueError(
+            f"the range [lower, upper] = [{lower}, {upper}] is too wide: upper - lower or "
+            "lower + upper overflows a float; rescale x and its range"
+        )
     # A tiny tolerance absorbs rounding of values computed exactly at an endpoint.
     tol = 1e-12 * max(upper - lower, abs(lower), abs(upper))
     if x.min() < lower - tol or x.max() > upper + tol:
@@ -437,4 +443,10 @@ def markov_lower_bound(x, beta: float) -> float:
     x = check_finite_array(x, "x")
     if x.min() < 0:
         raise ValueError("x must be nonnegative for the Markov bound")
-    return beta * float(x.mean())
+    with np.errstate(over="ignore"):
+        mean = float(x.mean())
+    if not math.isfinite(mean):
+        # The sum overflowed: the mean of x / max(x) times max(x) cannot (it is <= max(x)).
+        peak = float(x.max())
+        mean = min(peak, peak * float(np.mean(x / peak)))
+    return beta * mean

@@ -109,7 +109,15 @@ def dv_bracket(g_p, g_q, alpha: float) -> float:
     alpha = check_alpha(alpha)
     g_p = check_finite_array(g_p, "g_p")
     g_q = check_finite_array(g_q, "g_q")
-    return _dv_bracket(g_p, g_q, alpha)
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = _dv_bracket(g_p, g_q, alpha)
+    if not math.isfinite(value):
+        raise ValueError(
+            f"the bracket overflows: alpha * g_q or (alpha - 1) * g_p leaves the float range "
+            f"(g_p, g_q up to {max(np.abs(g_p).max(), np.abs(g_q).max()):.3g}); a critic that "
+            "large is not a useful one, rescale or clip it"
+        )
+    return value
 
 
 def _dv_bracket(g_p: np.ndarray, g_q: np.ndarray, alpha: float) -> float:

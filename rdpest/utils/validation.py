@@ -78,13 +78,20 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
 
 
 def check_finite_array(x, name: str, *, ndim: int | None = 1, min_size: int = 1) -> np.ndarray:
-    """Return ``x`` as float64, rejecting ragged, empty, non-finite or wrongly shaped input."""
+    """Return ``x`` as float64, rejecting ragged, empty, complex, non-finite or wrongly shaped
+    input."""
     try:
-        arr = np.asarray(x, dtype=np.float64)
+        arr = np.asarray(x)
+        complex_input = np.iscomplexobj(arr)
+        if not complex_input:
+            arr = arr.astype(np.float64, copy=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(
             f"{name} must be a numeric array (ragged or non-numeric input?): {exc}"
         ) from None
+    if complex_input:
+        # A cast to float64 would silently keep the real part only.
+        raise ValueError(f"{name} must be real: got complex values")
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.shape[0] < min_size if arr.ndim else True:

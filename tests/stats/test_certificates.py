@@ -172,3 +172,13 @@ def test_joint_region_certifies_more_than_two_boxes_on_gaussian_shifts():
             ]
     assert sums["bonferroni"].min() > 0
     assert np.all(sums["joint"] >= 1.15 * sums["bonferroni"])
+
+
+def test_bracket_of_huge_critic_values_is_finite_or_refused():
+    """Catches the bug where α·g overflowed and the plug-in bracket returned inf or NaN."""
+    try:
+        value = dv_bracket([1e308, 0.0], [1e308, 0.0], 2.0)
+    except ValueError as exc:
+        assert "g_" in str(exc)
+    else:
+        assert math.isfinite(value)
