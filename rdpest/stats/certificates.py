@@ -180,8 +180,17 @@ def _certified_dv_bracket(
     a_min = float(np.exp((alpha - 1.0) * (lo - hi)))
     b_min = float(np.exp(alpha * (lo - hi)))
 
+    # At large α·w the ranges' lower ends underflow to 0, and so may a confidence limit. The true
+    # moments are never below e^{(α−1)(lo−hi)} and e^{α(lo−hi)}: a limit that underflowed is
+    # replaced by the log of that floor (a lower limit raised to a floor the mean always exceeds
+    # stays valid; an upper limit raised is only more conservative). Finite limits keep their
+    # value, so the bound changes only where it used to be log(0).
+    log_a_floor, log_b_floor = (alpha - 1.0) * (lo - hi), alpha * (lo - hi)
+
     def bracket(a_mean: float, b_mean: float) -> float:
-        return alpha / (alpha - 1.0) * math.log(a_mean) - math.log(b_mean)
+        log_a = math.log(a_mean) if a_mean > 0.0 else log_a_floor
+        log_b = math.log(b_mean) if b_mean > 0.0 else log_b_floor
+        return alpha / (alpha - 1.0) * log_a - log_b
 
     if region == "bonferroni":
         a_lower = _mean_lower(a, beta / 2, a_min, 1.0, method)

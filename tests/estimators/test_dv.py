@@ -370,3 +370,14 @@ def test_min_sample_sizes_match_the_brute_force_search():
         min_two_way_sample_size(1e-6)
     with pytest.raises(ValueError, match="no room"):
         min_dv_sample_size(1e-6, 0.2)
+
+
+@pytest.mark.parametrize("alpha", [32, 64, 128, 256])
+def test_large_standard_orders_give_a_valid_bound(alpha):
+    """Catches the bug where α = 128 crashed after training with ``math domain error``: the
+    certificate's moment e^{(α−1)(lo−hi)} underflowed to 0 and its log was taken."""
+    X, Y, _ = _gaussian_pair(0.5, n=400, alpha=2.0)
+    for kind in ("auto", "bracket"):
+        est = DVRenyiEstimator(alpha=alpha, certificate=kind, **FAST).fit(X, Y)
+        assert np.isfinite(est.divergence_) and np.isfinite(est.lower_bound_)
+        assert est.lower_bound_ >= 0.0
