@@ -113,8 +113,20 @@ class _DirectedLogRatio:
 class _GaussianLogRatio:
     """log N(x; μ_p, Σ_p) − log N(x; μ_q, Σ_q) for Gaussians fitted to two training samples."""
 
-    def __init__(self, P: np.ndarray, Q: np.ndarray):
+    def __init__(self, P: np.ndarray, Q: np.ndarray, names: tuple[str, str] = ("X", "Y")):
         pooled = np.concatenate([P, Q])
+        if np.ptp(pooled, axis=0).any():
+            # A constant training sample fits a point mass: with only the ridge as its variance,
+            # the log density ratio is of order 1/ridge (e.g. −3.9e6 for ones against zeros)
+            # and every estimate built on it is meaningless.
+            for A, name in zip((P, Q), names, strict=True):
+                if not np.ptp(A, axis=0).any():
+                    raise ValueError(
+                        f"the Gaussian estimate of the privacy loss is degenerate: the training "
+                        f"part of {name} is constant ({len(A)} identical rows), so its fitted "
+                        "density is a point mass; pass log_ratio explicitly (the exact privacy "
+                        "loss) or use DVRenyiEstimator"
+                    )
         d = pooled.shape[1]
         scale = float(np.trace(np.atleast_2d(np.cov(pooled, rowvar=False)))) / d
         ridge = _RIDGE * scale if scale > 0.0 else 1.0
@@ -189,7 +201,7 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
         train_p, test_p = split_indices(len(P), round(len(P) * self.test_fraction), rng)
         train_q, test_q = split_indices(len(Q), round(len(Q) * self.test_fraction), rng)
         # Fitted on the swapped samples in the reverse direction, so it estimates log q/p there.
-        ratio = _GaussianLogRatio(P[train_p], Q[train_q])
+        ratio = _GaussianLogRatio(P[train_p], Q[train_q], _sample_names(direction))
         split = {
             "n_train": (len(train_p), len(train_q)),
             "n_test": (len(test_p), len(test_q)),
@@ -264,8 +276,9 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
     ----------
     divergence_ : float
         Point estimate: the P-form plug-in D̂_P when P samples are used (``sample`` "both" or
-        "p"), else the Q-form D̂_Q; the larger direction for ``direction="max"``. ``score``
-        computes the same plug-in on new samples with the same privacy loss.
+        "p"), else the Q-form D̂_Q, clamped at 0 (the raw value is in ``diagnostics``); the
+        larger direction for ``direction="max"``. ``score`` computes the same plug-in
+        (unclamped) on new samples with the same privacy loss.
     lower_bound_ : float
         One-sided (1 − beta) lower confidence bound, clamped at 0.
     certified_ : bool
@@ -347,7 +360,9 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         best = max(raw_bounds, key=raw_bounds.get)
         point = estimates["p"] if "p" in estimates else estimates["q"]
         return DirectionResult(
-            divergence=float(point),
+            # D_α >= 0: a negative plug-in (an estimated loss, or sampling error near D = 0) is
+            # reported as 0; the raw value stays in ``diagnostics.estimates``.
+            divergence=max(0.0, float(point)),
             lower_bound=max(0.0, float(raw_bounds[best])),
             beta=beta,
             raw_lower_bound=raw_bounds[best],
@@ -409,13 +424,15 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         bound of "max" is the larger of the two upper bounds). The privacy loss of the reverse
         direction is −L.
     privacy_loss_bound : float
-        B > 0 with L ≤ B ("forward"), −L ≤ B ("reverse"), ``|L| <= B`` ("max"): a bound on the
-        absolute privacy loss, as for an ε-DP mechanism (B = ε). Required.
+        B > 0 with ``|L| <= B``: a bound on the absolute privacy loss, as for an ε-DP mechanism
+        (B = ε). Theorems B.2 and B.3 use L ≤ B (−L ≤ B in reverse); a loss below −B is refused
+        as well, since no privacy loss of an ε-DP pair goes there and a loss that does (e.g. a
+        constant −50) is not a privacy loss at all. Required.
     log_ratio : callable, fitted estimator or None, default=None
         The privacy loss log p/q of the forward pair, as in :class:`MarkovRenyiBound`: a callable
         (exact, ``certified_`` True) receiving the (n, d) sample array, an estimator with a
         ``log_ratio`` method fitted on other data, or None (Gaussian fit on a training split).
-        Estimated losses are clipped at B (the assumption says the true loss is), and
+        Estimated losses are clipped to [−B, B] (the assumption says the true loss is), and
         ``certified_`` is False: the bound then needs the estimate to be exact.
     test_fraction : float, default=0.5
         Part of each sample that certifies when ``log_ratio`` is None (ignored otherwise).
@@ -425,14 +442,15 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
     Attributes
     ----------
     divergence_ : float
-        Point estimate D̂ = 1/(α−1) · log Ẑ (the larger direction for ``direction="max"``).
+        Point estimate D̂ = 1/(α−1) · log Ẑ, clamped at 0 (the larger direction for
+        ``direction="max"``).
     lower_bound_ : float
         One-sided (1 − beta) lower confidence bound (Thm B.3), >= 0.
     upper_bound_ : float
         (1 − beta) upper confidence bound (Thm B.2); the larger direction's for "max".
     certified_ : bool
         True when ``log_ratio`` is a callable (the exact privacy loss), else False. Both bounds
-        also need the assumption L ≤ B, which ``fit`` checks on every sample it evaluates.
+        also need the assumption ``|L| <= B``, which ``fit`` checks on every sample it evaluates.
     directions_ : dict of str to DirectionResult
         Per direction, with ``upper_bound`` set; ``diagnostics`` is a
         :class:`~rdpest.estimators.results.HoeffdingDiagnostics` (Ẑ/M, the Hoeffding radii and
@@ -494,21 +512,25 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         self.upper_bound_ = float(max(r.upper_bound for r in self.directions_.values()))
 
     def _bounded_loss(self, ratio, A, name, direction) -> tuple[np.ndarray, int]:
-        """Loss values on A, checked (exact ratio) or clipped (estimated ratio) at B.
+        """Loss values on A, checked (exact ratio) or clipped (estimated ratio) to [−B, B].
 
         Returns the values and how many were clipped.
         """
         bound = float(self.privacy_loss_bound)
         values = ratio(A, name)
         limit = bound + _BOUND_TOLERANCE * max(1.0, bound)
-        if self._ratio_kind() == "exact" and values.max() > limit:
+        if self._ratio_kind() == "exact":
             sign = "−log p/q" if direction == "reverse" else "log p/q"
-            raise ValueError(
-                f"the privacy loss {sign} reaches {values.max():.6g} on a sample of {name}, above "
-                f"privacy_loss_bound={bound:g}: the bounded privacy loss assumption of "
-                "HoeffdingRenyiBound does not hold (privacy_loss_bound must bound |log p/q|)"
-            )
-        return np.minimum(values, bound), int(np.sum(values > limit))
+            for value, side in ((values.max(), "above "), (values.min(), "below −")):
+                if abs(value) > limit:
+                    raise ValueError(
+                        f"the privacy loss {sign} reaches {value:.6g} on a sample of {name}, "
+                        f"{side}privacy_loss_bound={bound:g}: the bounded privacy loss "
+                        "assumption of HoeffdingRenyiBound does not hold (privacy_loss_bound "
+                        "must bound |log p/q|)"
+                    )
+        n_clipped = int(np.sum(np.abs(values) > limit))
+        return np.clip(values, -bound, bound), n_clipped
 
     def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
         ratio, P_cert, Q_cert, split = self._directed_loss(P, Q, seed, direction)
@@ -543,7 +565,8 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         )
         upper = (log_m + math.log(upper_mean)) / (alpha - 1.0)
         return DirectionResult(
-            divergence=log_mean_exp(alpha * loss) / (alpha - 1.0),
+            # D_α >= 0; an estimated loss (clipped to [−B, B]) can make the plug-in negative.
+            divergence=max(0.0, log_mean_exp(alpha * loss) / (alpha - 1.0)),
             lower_bound=to_divergence(lower_mean),
             beta=beta,
             upper_bound=upper,

@@ -278,15 +278,19 @@ def test_hoeffding_raises_when_privacy_loss_exceeds_bound():
 
 
 def test_hoeffding_checks_the_reverse_loss():
-    # L <= B everywhere but -L reaches 2: fine forward, refuted in reverse and max.
+    # L <= B everywhere but -L reaches 2: refuted in every direction, since privacy_loss_bound
+    # bounds |L| (forward: L falls below -B; reverse and max: -L rises above B).
     X, Y = np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0])
 
     def loss(x):
         return -np.asarray(x)[:, 0]
 
-    HoeffdingRenyiBound(privacy_loss_bound=1.0, log_ratio=loss).fit(X, Y)
-    for direction in ("reverse", "max"):
-        with pytest.raises(ValueError, match="−log p/q"):
+    with pytest.raises(ValueError, match="below −privacy_loss_bound"):
+        HoeffdingRenyiBound(privacy_loss_bound=1.0, log_ratio=loss).fit(X, Y)
+    HoeffdingRenyiBound(privacy_loss_bound=2.0, log_ratio=loss).fit(X, Y)
+    # Reverse: the loss is −L, which rises above B; max checks forward first.
+    for direction, match in (("reverse", "−log p/q reaches 2"), ("max", "log p/q reaches -2")):
+        with pytest.raises(ValueError, match=match):
             HoeffdingRenyiBound(direction=direction, privacy_loss_bound=1.0, log_ratio=loss).fit(
                 X, Y
             )
@@ -475,3 +479,40 @@ def test_score_is_plug_in_on_new_data():
 )
 def test_get_params_clone_pickle(est):
     assert_clone_and_pickle_round_trip(est, score_rel=1e-12)
+
+
+# ------------------------------------------------------------------ sanity of the outputs
+
+
+def test_hoeffding_refuses_an_exact_loss_below_minus_the_bound():
+    """Catches the bug where a loss of −50 with privacy_loss_bound=1 (|L| <= B broken from
+    below) was accepted and −100 reported as a certified divergence estimate."""
+    est = HoeffdingRenyiBound(privacy_loss_bound=1, log_ratio=lambda x: np.full(len(x), -50.0))
+    with pytest.raises(ValueError, match="privacy_loss_bound"):
+        est.fit(np.zeros(100), np.zeros(100))
+    with pytest.raises(ValueError, match="-50"):
+        est.fit(np.zeros(100), np.zeros(100))
+
+
+@pytest.mark.parametrize("cls", [HoeffdingRenyiBound, MarkovRenyiBound])
+def test_degenerate_gaussian_fit_never_reports_a_negative_or_absurd_divergence(cls):
+    """Catches the bug where the default Gaussian fit on np.ones(100) against np.zeros(100)
+    (zero-variance samples) reported −3.9e6 as the divergence estimate."""
+    kwargs = {"privacy_loss_bound": 1.0} if cls is HoeffdingRenyiBound else {}
+    try:
+        est = cls(random_state=0, **kwargs).fit(np.ones(100), np.zeros(100))
+    except ValueError as exc:
+        assert "log_ratio" in str(exc) and "constant" in str(exc)
+    else:
+        assert math.isfinite(est.divergence_) and est.divergence_ >= 0.0
+
+
+def test_estimated_losses_are_clipped_to_both_sides_of_the_bound():
+    """Catches the bug where an estimated loss far below −B drove the Hoeffding estimate
+    negative: estimated losses are clipped to [−B, B] and the estimate is >= 0."""
+    X, Y = np.random.default_rng(0).normal(0, 1, (2, 300))
+    est = HoeffdingRenyiBound(
+        privacy_loss_bound=0.5, log_ratio=_RatioModel(-40.0), direction="forward"
+    ).fit(X, Y)
+    assert est.divergence_ >= 0.0
+    assert est.directions_["forward"].diagnostics.n_clipped > 0
