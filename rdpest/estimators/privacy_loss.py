@@ -27,11 +27,13 @@ must have shape (n,) (or (n, 1) for d = 1) and be finite.
 
 from __future__ import annotations
 
+import copy
 import math
 from numbers import Real
 
 import numpy as np
 from scipy.linalg import solve_triangular
+from sklearn.base import clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from rdpest.estimators.base import RenyiEstimatorBase
@@ -174,6 +176,28 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
             return "estimator"
         return "exact"
 
+    def __sklearn_clone__(self):
+        """``sklearn.base.clone``, except that an estimator given as ``log_ratio`` stays fitted.
+
+        The default clone re-creates every parameter that has ``get_params`` unfitted, which
+        would turn the documented ``log_ratio=<fitted DVRenyiEstimator>`` into an unfitted
+        estimator in every clone (GridSearchCV, auditors). Here such a ``log_ratio`` is
+        deep-copied with its fitted state (the clone is still independent of the original);
+        every other parameter is cloned as usual.
+        """
+        ratio = self.log_ratio
+        if not hasattr(ratio, "get_params") or isinstance(ratio, type):
+            return super().__sklearn_clone__()
+        params = {
+            name: copy.deepcopy(value) if name == "log_ratio" else clone(value, safe=False)
+            for name, value in self.get_params(deep=False).items()
+        }
+        new = type(self)(**params)
+        for attribute in ("_metadata_request", "_sklearn_output_config"):
+            if hasattr(self, attribute):
+                setattr(new, attribute, copy.deepcopy(getattr(self, attribute)))
+        return new
+
     def min_samples_per_side(self) -> int:
         if self._ratio_kind() != "gaussian":
             return 1
@@ -257,7 +281,10 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
           True and all samples certify.
         - An estimator with a ``log_ratio`` method, e.g. a :class:`rdpest.DVRenyiEstimator`
           fitted by the user on OTHER data with X ~ P and Y ~ Q: its estimate is used on all
-          samples; ``certified_`` is False.
+          samples; ``certified_`` is False. ``sklearn.base.clone`` (GridSearchCV, auditors)
+          keeps it fitted: the clone gets a deep copy with its fitted state, where the default
+          clone would re-create it unfitted. ``get_params(deep=True)`` lists its parameters
+          as ``log_ratio__*``; do not tune them (changing them does not refit it).
         - None: a Gaussian (multivariate, with a small ridge) is fitted to the training part of
           each sample and their log density ratio estimates L; the other part (``test_fraction``)
           certifies. ``certified_`` is False.

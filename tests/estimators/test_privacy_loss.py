@@ -516,3 +516,27 @@ def test_estimated_losses_are_clipped_to_both_sides_of_the_bound():
     ).fit(X, Y)
     assert est.divergence_ >= 0.0
     assert est.directions_["forward"].diagnostics.n_clipped > 0
+
+
+@pytest.mark.parametrize("cls", [MarkovRenyiBound, HoeffdingRenyiBound])
+def test_a_fitted_estimator_as_log_ratio_survives_clone(cls):
+    """Catches the bug where sklearn.clone re-created the fitted DVRenyiEstimator given as
+    log_ratio unfitted, so every clone (GridSearchCV, each Auditor) failed with NotFittedError."""
+    from sklearn.base import clone
+
+    from rdpest.estimators.dv import DVRenyiEstimator
+
+    _, sample = _pair("gaussian_shift", 2.0, 1.0)
+    X, Y, _ = sample(300, 0)
+    dv = DVRenyiEstimator(2.0, max_epochs=5, hidden_layer_sizes=(8,), random_state=0).fit(X, Y)
+    X2, Y2, _ = sample(300, 1)
+    kwargs = {"privacy_loss_bound": 20.0} if cls is HoeffdingRenyiBound else {}
+    est = cls(2.0, log_ratio=dv, **kwargs)
+    direct = est.fit(X2, Y2)
+    cloned = clone(est).fit(X2, Y2)
+    assert cloned.divergence_ == direct.divergence_
+    assert cloned.lower_bound_ == direct.lower_bound_
+    assert cloned.score(X2, Y2) == direct.score(X2, Y2)
+    # The clone's ratio is a fitted copy, not the caller's object.
+    assert clone(est).log_ratio is not dv
+    assert clone(est).get_params()["log_ratio"].lower_bound_ == dv.lower_bound_
