@@ -1,11 +1,14 @@
 """Torch critic networks and device selection for the DV estimator.
 
 The critic maps a raw sample x to g(x) = M · tanh(h(z)/M), where z is x standardised with
-statistics of the training split (stored as buffers, so the module is self-contained) and h is
-an MLP. The bound M keeps the Donsker–Varadhan objective finite: with an unbounded critic the
-empirical objective is unbounded above on finite samples (a critic that grows without limit on
-the P points drives its log-mean-exponential term to infinity), while M · tanh(·/M) is the
-identity for |h| << M.
+statistics of the training split (stored as float64 buffers, so the module is self-contained) and
+h is an MLP. The standardisation runs in float64 and only z is cast to the network's float32, so
+an affine change of the samples (an offset of 1e8, a scale of 1e-13) leaves z, and the critic,
+unchanged: casting x to float32 first would round such samples to a few distinct values. The
+bound M keeps the Donsker–Varadhan objective finite: with an unbounded critic the empirical
+objective is unbounded above on finite samples (a critic that grows without limit on the P
+points drives its log-mean-exponential term to infinity), while M · tanh(·/M) is the identity for
+|h| << M.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ class BoundedMLP(nn.Module):
 
     def __init__(self, input_mean, input_scale, hidden_layer_sizes, activation, output_bound):
         super().__init__()
-        self.register_buffer("input_mean", torch.as_tensor(input_mean, dtype=torch.float32))
-        self.register_buffer("input_scale", torch.as_tensor(input_scale, dtype=torch.float32))
+        self.register_buffer("input_mean", torch.as_tensor(input_mean, dtype=torch.float64))
+        self.register_buffer("input_scale", torch.as_tensor(input_scale, dtype=torch.float64))
         self.output_bound = float(output_bound)
         layers: list[nn.Module] = []
         width = self.input_mean.numel()
@@ -52,6 +55,15 @@ class BoundedMLP(nn.Module):
         layers.append(nn.Linear(width, 1))
         self.net = nn.Sequential(*layers)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.net((x - self.input_mean) / self.input_scale).squeeze(-1)
+    def standardise(self, x: torch.Tensor) -> torch.Tensor:
+        """z = (x − mean) / scale computed in float64, returned in float32 (the net's dtype)."""
+        z = (x.to(torch.float64) - self.input_mean) / self.input_scale
+        return z.to(torch.float32)
+
+    def head(self, z: torch.Tensor) -> torch.Tensor:
+        """The bounded MLP on already standardised inputs z (float32)."""
+        h = self.net(z).squeeze(-1)
         return self.output_bound * torch.tanh(h / self.output_bound)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.standardise(x))

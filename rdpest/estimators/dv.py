@@ -356,10 +356,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         fit_p, val_p = split_indices(len(P), self._n_validation(len(P)), rng)
         fit_q, val_q = split_indices(len(Q), self._n_validation(len(Q)), rng)
         p_fit, p_val, q_fit, q_val = P[fit_p], P[val_p], Q[fit_q], Q[val_q]
-        pooled = np.concatenate([p_fit, q_fit])
-        mean = pooled.mean(axis=0)
-        scale = pooled.std(axis=0)
-        scale[scale <= 1e-12 * np.maximum(1.0, np.abs(mean))] = 1.0
+        mean, scale = _standardisation(np.concatenate([p_fit, q_fit]))
         devices = [device] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
@@ -370,8 +367,12 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         optimizer = torch.optim.Adam(
             critic.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay
         )
-        tp, tq = (torch.as_tensor(a, dtype=torch.float32, device=device) for a in (p_fit, q_fit))
-        vp, vq = (torch.as_tensor(a, dtype=torch.float32, device=device) for a in (p_val, q_val))
+        # Standardised once, in float64, then cast to float32: training calls the critic's head
+        # on z, which is what the critic computes from raw x (BoundedMLP.standardise).
+        tp, tq, vp, vq = (
+            critic.standardise(torch.as_tensor(a, dtype=torch.float64)).to(device)
+            for a in (p_fit, q_fit, p_val, q_val)
+        )
         if self.batch_size == "auto":
             batch = int(np.clip((len(tp) + len(tq)) // 8, 64, 4096))
         else:
@@ -392,14 +393,14 @@ class DVRenyiEstimator(RenyiEstimatorBase):
             for step in range(steps):
                 idx_p = perm_p[_cyclic(step, half, len(tp), device)]
                 idx_q = perm_q[_cyclic(step, half, len(tq), device)]
-                loss = self._loss(critic(tp[idx_p]), critic(tq[idx_q]), alpha, state)
+                loss = self._loss(critic.head(tp[idx_p]), critic.head(tq[idx_q]), alpha, state)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
                 total += float(loss.detach())
             critic.eval()
             with torch.no_grad():
-                val_loss = float(self._validation_loss(critic(vp), critic(vq), alpha))
+                val_loss = float(self._validation_loss(critic.head(vp), critic.head(vq), alpha))
             if best_state is None or val_loss < best_loss - 1e-6 * max(1.0, abs(best_loss)):
                 best_loss, best_epoch = val_loss, epoch
                 best_state = copy.deepcopy(critic.state_dict())
@@ -480,6 +481,30 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         return tags
 
 
+# A spread at most this fraction of the largest magnitude is rounding noise (a naive mean of n
+# equal values errs by up to ~log2(n) ulps): the feature is constant and is not rescaled.
+_CONSTANT_SPREAD = 1e-13
+
+
+def _standardisation(pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature float64 mean and scale of the pooled training samples.
+
+    The scale is the standard deviation, except for a constant feature (a spread that is only
+    rounding noise relative to the feature's largest magnitude): that one is divided by its
+    largest magnitude (1 if it is all zeros), so it standardises to ~0 at any magnitude. Samples
+    near the float64 limit, whose sum or squares overflow, are pre-divided by their largest
+    magnitude.
+    """
+    peak = np.abs(pooled).max(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, scale = pooled.mean(axis=0), pooled.std(axis=0)
+    if not (np.isfinite(mean).all() and np.isfinite(scale).all()):
+        unit = pooled / np.where(peak > 0.0, peak, 1.0)
+        mean, scale = unit.mean(axis=0) * peak, unit.std(axis=0) * peak
+    constant = scale <= _CONSTANT_SPREAD * peak
+    return mean, np.where(constant, np.where(peak > 0.0, peak, 1.0), scale)
+
+
 def _clipped_bracket(g_p, g_q, critic_range, alpha) -> float:
     lo, hi = critic_range
     return _dv_bracket(np.clip(g_p, lo, hi), np.clip(g_q, lo, hi), float(alpha))
@@ -503,6 +528,6 @@ def _evaluate(critic: BoundedMLP, A: np.ndarray) -> np.ndarray:
     out = []
     with torch.no_grad():
         for start in range(0, len(A), _EVAL_CHUNK):
-            chunk = torch.as_tensor(A[start : start + _EVAL_CHUNK], dtype=torch.float32)
+            chunk = torch.as_tensor(A[start : start + _EVAL_CHUNK], dtype=torch.float64)
             out.append(critic(chunk.to(device)).double().cpu().numpy())
     return np.concatenate(out) if out else np.empty(0)
