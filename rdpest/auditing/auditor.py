@@ -18,16 +18,18 @@ fixed groups of run indices, so this holds for it too.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from rdpest.auditing.result import AuditResult
+from rdpest.auditing.identity import score_fn_identity
+from rdpest.auditing.result import AuditResult, provenance
 from rdpest.auditing.store import RunStore
 from rdpest.estimators.base import RenyiEstimatorBase
 from rdpest.utils.validation import check_alpha, check_beta, check_real
@@ -85,12 +87,20 @@ def default_estimators(alpha: float, random_state: int) -> dict:
 
 
 def _checked_score(value, arm: int, seed: int) -> float:
-    try:
-        score = float(value)
-    except (TypeError, ValueError):
+    """A run's score as a float: a real number, finite; strings, bools and the like are refused.
+
+    ``float()`` would quietly turn ``"1.5"`` or ``True`` into a score; a score function that
+    returns them has a bug the audit should not hide.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool | np.bool_) or not isinstance(value, Real):
+        hint = " (a torch tensor? return tensor.item())" if hasattr(value, "item") else ""
         raise ValueError(
-            f"score_fn must return a float; got {value!r} (include_canary={bool(arm)}, seed={seed})"
-        ) from None
+            f"score_fn must return a real number; got {type(value).__name__} {value!r}{hint} "
+            f"(include_canary={bool(arm)}, seed={seed})"
+        )
+    score = float(value)
     if not math.isfinite(score):
         raise ValueError(
             f"score_fn returned {score} (include_canary={bool(arm)}, seed={seed}); a training run "
@@ -262,20 +272,34 @@ class Auditor:
         return check_audit_settings(claimed_epsilon=self.claimed_epsilon, **settings)
 
     def _fingerprint(self) -> dict:
-        if self.config is not None:
-            pipeline = self.config
-        elif hasattr(self.score_fn, "describe"):
-            pipeline = self.score_fn.describe()
-        else:
-            fn = self.score_fn
-            pipeline = {"callable": f"{fn.__module__}.{getattr(fn, '__qualname__', type(fn))}"}
+        """What identifies this audit in a store: the pipeline and the seed of its runs.
+
+        The pipeline is ``config`` if given, else the score function's identity
+        (:func:`rdpest.auditing.identity.score_fn_identity`: its ``describe()``, or its code and
+        arguments); a score function whose identity cannot be read is refused for a store.
+        """
+        pipeline = self.config if self.config is not None else score_fn_identity(self.score_fn)
         return {"pipeline": pipeline, "random_state": int(self.random_state)}
+
+    def _open_store(self):
+        """The locked run store of this audit (a null context without ``store``)."""
+        if self.store is None:
+            return contextlib.nullcontext(None)
+        seed = int(self.random_state)
+        return RunStore(
+            self.store,
+            self._fingerprint(),
+            expected_seed=lambda arm, index: run_seed(seed, arm, index),
+        )
 
     # ------------------------------------------------------------------ running
     def collect(self) -> tuple[np.ndarray, np.ndarray]:
         """Run (or resume) every training run; return (O without canary, O′ with canary)."""
         self._validate()
-        store = RunStore(self.store, self._fingerprint()) if self.store is not None else None
+        with self._open_store() as store:
+            return self._collect(store)
+
+    def _collect(self, store: RunStore | None) -> tuple[np.ndarray, np.ndarray]:
         finished = store.load() if store is not None else {}
         tasks = self._tasks(finished)
         missing = 2 * self.n_runs - sum(
@@ -333,13 +357,20 @@ class Auditor:
         return tasks
 
     def run(self) -> AuditResult:
-        """Collect the runs, fit every estimator, and give the verdict."""
+        """Collect the runs, fit every estimator, and give the verdict.
+
+        With a ``store``, the store is held (locked) from the first run to ``result.json``.
+        """
         estimators = self._validate()
-        without, with_ = self.collect()
-        return self.evaluate(without, with_, estimators)
+        with self._open_store() as store:
+            without, with_ = self._collect(store)
+            result = self.evaluate(without, with_, estimators)
+            if store is not None:
+                result.to_json(store.directory / "result.json")
+        return result
 
     def evaluate(self, without, with_, estimators: dict | None = None) -> AuditResult:
-        """Fit the estimators to given samples (O, O′) and give the verdict."""
+        """Fit the estimators to given samples (O, O′) and give the verdict (writes no file)."""
         estimators = estimators if estimators is not None else self._validate()
         claimed = float(self.claimed_epsilon)
         certified_names = [n for n, e in estimators.items() if e.will_be_certified()]
@@ -357,7 +388,9 @@ class Auditor:
                 "beta": level,
             }
         violation = any(e["certified"] and e["lower_bound"] > claimed for e in estimates.values())
-        result = AuditResult(
+        config = self.config if self.config is not None else None
+        pipeline = config if config is not None else _identity_or_name(self.score_fn)
+        return AuditResult(
             losses_without_canary=np.asarray(without, dtype=float),
             losses_with_canary=np.asarray(with_, dtype=float),
             claimed_epsilon=claimed,
@@ -365,8 +398,19 @@ class Auditor:
             beta=float(self.beta),
             estimates=estimates,
             verdict="violation" if violation else "consistent",
-            config={**self._fingerprint(), "n_runs": int(self.n_runs)},
+            config={
+                "pipeline": pipeline,
+                "random_state": int(self.random_state),
+                "n_runs": int(self.n_runs),
+            },
+            provenance=provenance(),
         )
-        if self.store is not None:
-            result.to_json(f"{self.store}/result.json")
-        return result
+
+
+def _identity_or_name(score_fn) -> dict:
+    """The score function's identity where it has one, else its name (for the record only)."""
+    try:
+        return score_fn_identity(score_fn)
+    except ValueError:
+        name = getattr(score_fn, "__qualname__", type(score_fn).__qualname__)
+        return {"unidentified": f"{getattr(score_fn, '__module__', '?')}.{name}"}

@@ -4,13 +4,50 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import platform
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["AuditResult"]
+from rdpest.utils.io import atomic_write_text, refuse_symlink
+
+__all__ = ["AuditResult", "provenance"]
+
+_FORMAT = "rdpest.AuditResult/1"
+
+
+def provenance() -> dict[str, str | None]:
+    """Versions of rdpest, Python, numpy, torch and Opacus, and the time (UTC) of this moment.
+
+    Read from the installed distributions' metadata (Opacus is not imported); ``None`` for a
+    package that is not installed.
+
+    Examples
+    --------
+    >>> sorted(provenance())
+    ['created_utc', 'numpy', 'opacus', 'python', 'rdpest', 'torch']
+    """
+    from rdpest import __version__
+
+    def version(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "rdpest": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": version("torch"),
+        "opacus": version("opacus"),
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 @dataclass
@@ -35,6 +72,9 @@ class AuditResult:
         "violation" when a certified lower bound exceeds the claim.
     config : dict
         The audit's configuration (training settings, seeds, store).
+    provenance : dict
+        Versions of rdpest, Python, numpy, torch and Opacus and the UTC time the result was made
+        (:func:`provenance`).
 
     Examples
     --------
@@ -53,6 +93,7 @@ class AuditResult:
     estimates: dict[str, dict[str, Any]]
     verdict: str
     config: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_runs(self) -> int:
@@ -61,7 +102,7 @@ class AuditResult:
     def to_json(self, path=None) -> str:
         """The result as JSON text; also written (atomically) to ``path`` if given."""
         payload = {
-            "format": "rdpest.AuditResult/1",
+            "format": _FORMAT,
             "losses_without_canary": [float(v) for v in self.losses_without_canary],
             "losses_with_canary": [float(v) for v in self.losses_with_canary],
             "claimed_epsilon": float(self.claimed_epsilon),
@@ -70,33 +111,45 @@ class AuditResult:
             "estimates": self.estimates,
             "verdict": self.verdict,
             "config": self.config,
+            "provenance": self.provenance,
         }
         text = json.dumps(payload, indent=2, default=_jsonable)
         if path is not None:
-            from rdpest.utils.io import atomic_write_text
-
-            atomic_write_text(Path(path), text)
+            path = Path(path)
+            refuse_symlink(path, "the result file")
+            if path.exists() and not path.is_file():
+                raise ValueError(f"cannot write the result to {path}: it is not a file")
+            atomic_write_text(path, text)
         return text
 
     @classmethod
     def from_json(cls, source) -> AuditResult:
-        """Rebuild a result from JSON text or from the path of a JSON file."""
-        text = str(source)
-        if not text.lstrip().startswith("{"):
-            text = Path(source).read_text()
-        payload = json.loads(text)
-        if payload.get("format") != "rdpest.AuditResult/1":
-            raise ValueError("not an rdpest audit result (missing format 'rdpest.AuditResult/1')")
-        return cls(
-            losses_without_canary=np.asarray(payload["losses_without_canary"], dtype=float),
-            losses_with_canary=np.asarray(payload["losses_with_canary"], dtype=float),
-            claimed_epsilon=payload["claimed_epsilon"],
-            alpha=payload["alpha"],
-            beta=payload["beta"],
-            estimates=payload["estimates"],
-            verdict=payload["verdict"],
-            config=payload.get("config", {}),
-        )
+        """Rebuild a result from JSON text or from the path of a JSON file (str or Path).
+
+        A str is JSON text when it starts with ``{``, else the path of a file; anything that is
+        not a complete audit result (missing keys, wrong types) is a ValueError saying what.
+        """
+        if isinstance(source, str) and source.lstrip().startswith("{"):
+            text, where = source, "the JSON text"
+        elif isinstance(source, str | os.PathLike):
+            path = Path(source)
+            if not path.is_file():
+                raise ValueError(
+                    f"AuditResult.from_json takes JSON text or the path of a result file; "
+                    f"{str(source)[:80]!r} is neither (no such file)"
+                )
+            text, where = path.read_text(), str(path)
+        else:
+            raise ValueError(
+                f"AuditResult.from_json takes JSON text or a path, got {type(source).__name__}"
+            )
+        try:
+            payload = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"{where} is not valid JSON: {exc}") from None
+        if not isinstance(payload, dict) or payload.get("format") != _FORMAT:
+            raise ValueError(f"{where} is not an rdpest audit result (missing format {_FORMAT!r})")
+        return cls(**_checked_payload(payload, where))
 
     def summary(self) -> str:
         """A plain-text table of the estimates against the claim, and the verdict."""
@@ -166,3 +219,46 @@ def _jsonable(value):
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     return str(value)
+
+
+def _checked_payload(payload: dict, where: str) -> dict[str, Any]:
+    """The constructor arguments of an AuditResult from a parsed payload, each checked."""
+
+    def need(key: str, kinds, what: str):
+        if key not in payload:
+            raise ValueError(f"{where} has no {key!r}")
+        value = payload[key]
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise ValueError(f"{where}: {key!r} must be {what}, got {type(value).__name__}")
+        return value
+
+    arrays = {}
+    for key in ("losses_without_canary", "losses_with_canary"):
+        values = need(key, list, "a list of numbers")
+        try:
+            arrays[key] = np.asarray(values, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: {key!r} must be a list of numbers") from None
+    estimates = need("estimates", dict, "an object")
+    for name, entry in estimates.items():
+        if not isinstance(entry, dict) or not {
+            "divergence",
+            "lower_bound",
+            "certified",
+            "beta",
+        } <= set(entry):
+            raise ValueError(
+                f"{where}: estimate {name!r} must have divergence, lower_bound, certified, beta"
+            )
+    return {
+        **arrays,
+        "claimed_epsilon": float(need("claimed_epsilon", int | float, "a number")),
+        "alpha": float(need("alpha", int | float, "a number")),
+        "beta": float(need("beta", int | float, "a number")),
+        "estimates": estimates,
+        "verdict": need("verdict", str, "a string"),
+        "config": payload.get("config", {}) if isinstance(payload.get("config", {}), dict) else {},
+        "provenance": payload.get("provenance", {})
+        if isinstance(payload.get("provenance", {}), dict)
+        else {},
+    }

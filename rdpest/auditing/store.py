@@ -2,14 +2,30 @@
 
 Layout of a store directory::
 
-    config.json   the audit's fingerprint (written once, atomically); a re-run with another
+    config.json   the audit's fingerprint, created once and exclusively; an audit with another
                   configuration is refused
     runs.jsonl    one JSON record per finished run: {"arm": 0|1, "index": i, "seed": s,
                   "score": x}, appended with one write and an fsync as each run finishes
+    .lock         an advisory lock held while an audit uses the store (one writer at a time)
 
-JSON, never pickle: a store can be read by anything and cannot execute code when loaded. A record
-cut short by a crash (no trailing newline, or unparsable) is detected on load, dropped from the
-file, and its run is redone.
+What a store guarantees, and how:
+
+- **One pipeline per store.** The configuration is written once with an exclusive create; a
+  store whose ``config.json`` differs from the audit's is refused, and so is a store that has runs
+  but no configuration (it cannot prove which pipeline wrote them).
+- **One writer at a time.** Opening a store takes an exclusive advisory lock on ``.lock`` (through
+  the ``filelock`` package: ``flock`` on POSIX), held until :meth:`RunStore.close`. A second audit
+  on the same directory is refused at once with a message saying so; the operating system drops
+  the lock of a killed process, so a killed audit can always be resumed.
+- **Records are checked, not trusted.** A record must be a JSON object with ``arm`` 0 or 1, an
+  integer ``index`` >= 0, the ``seed`` that the audit derives for that run (``expected_seed``)
+  and a finite ``score``. Anything else (a record cut short by a crash, an overflowing number, a
+  deeply nested line, runs copied from an audit with another seed) is dropped with a warning and
+  the run is redone; two different scores for one run are both dropped, with a warning.
+- **Files are never followed through links** (a symlinked ``runs.jsonl`` is refused) and are
+  created with the umask's mode, so collaborators can read and resume.
+
+JSON, never pickle: a store can be read by anything and cannot execute code when loaded.
 """
 
 from __future__ import annotations
@@ -18,11 +34,15 @@ import json
 import logging
 import math
 import os
+from collections.abc import Callable
+from numbers import Integral, Real
 from pathlib import Path
 
-from rdpest.utils.io import atomic_write_text
+from filelock import FileLock, Timeout
 
-__all__ = ["RunStore", "atomic_write_text"]
+from rdpest.utils.io import atomic_write_text, refuse_symlink
+
+__all__ = ["RunStore"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,72 +50,204 @@ logger = logging.getLogger(__name__)
 class RunStore:
     """Persist finished runs of an audit under ``directory`` (see the module docstring).
 
+    Use it as a context manager (or call :meth:`close`): the store's lock is held from
+    construction until then.
+
+    Parameters
+    ----------
+    directory : path
+        The store directory (created if missing).
+    config : dict
+        The audit's fingerprint (JSON-serialisable).
+    expected_seed : callable ``(arm, index) -> int``, optional
+        The seed the audit derives for each run; records with another seed are dropped.
+
+    Raises
+    ------
+    ValueError
+        If the directory is a file, another audit holds the store, the store belongs to another
+        configuration or has runs without a configuration, or a store file is a link.
+
     Examples
     --------
     >>> import tempfile
-    >>> store = RunStore(tempfile.mkdtemp(), {"mechanism": "demo"})
-    >>> store.append(arm=1, index=0, seed=42, score=0.5)
-    >>> store.load()
+    >>> with RunStore(tempfile.mkdtemp(), {"mechanism": "demo"}) as store:
+    ...     store.append(arm=1, index=0, seed=42, score=0.5)
+    ...     store.load()
     {(1, 0): 0.5}
     """
 
-    def __init__(self, directory, config: dict):
+    def __init__(
+        self,
+        directory,
+        config: dict,
+        expected_seed: Callable[[int, int], int] | None = None,
+    ):
         self.directory = Path(directory)
-        self.config = json.loads(json.dumps(config, sort_keys=True))  # JSON-normalised copy
-        self.directory.mkdir(parents=True, exist_ok=True)
-        config_path = self.directory / "config.json"
-        if config_path.exists():
-            stored = json.loads(config_path.read_text())
-            if stored != self.config:
+        try:
+            self.config = json.loads(json.dumps(config, sort_keys=True, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"the audit configuration must be JSON-serialisable (finite numbers, strings, "
+                f"lists and dicts): {exc}"
+            ) from None
+        self.expected_seed = expected_seed
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ValueError(f"the store {self.directory} exists and is not a directory")
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"cannot create the store directory {self.directory}: {exc}") from None
+        self.config_path = self.directory / "config.json"
+        self.runs_path = self.directory / "runs.jsonl"
+        for path, what in (
+            (self.config_path, "the store's config.json"),
+            (self.runs_path, "the store's runs.jsonl"),
+        ):
+            refuse_symlink(path, what)
+        self._lock = FileLock(self.directory / ".lock", timeout=0)
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise ValueError(
+                f"the store {self.directory} is in use by another audit (its lock "
+                f"{self.directory / '.lock'} is held); wait for that audit to finish, or use "
+                "another store directory"
+            ) from None
+        except OSError as exc:
+            raise ValueError(f"cannot lock the store {self.directory}: {exc}") from None
+        try:
+            self._claim_config()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Release the store's lock (idempotent)."""
+        lock = getattr(self, "_lock", None)
+        if lock is not None and lock.is_locked:
+            lock.release()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # a store dropped without close() must not keep the lock
+        self.close()
+
+    # ------------------------------------------------------------------ configuration
+    def _claim_config(self) -> None:
+        text = json.dumps(self.config, indent=2, sort_keys=True)
+        if not self.config_path.exists():
+            if self.runs_path.exists() and self.runs_path.stat().st_size > 0:
+                raise ValueError(
+                    f"the store {self.directory} has runs ({self.runs_path.name}) but no "
+                    "config.json, so nothing says which pipeline wrote them; use another store "
+                    "directory (or delete the runs to start over)"
+                )
+            # Exclusive create: the configuration is written whole to a temporary file and
+            # linked into place, which fails if another writer created it first.
+            tmp = self.directory / f".config.json.{os.getpid()}.tmp"
+            atomic_write_text(tmp, text)
+            try:
+                os.link(tmp, self.config_path)
+            except FileExistsError:
+                pass  # created meanwhile: compared below like any existing configuration
+            finally:
+                tmp.unlink(missing_ok=True)
+        try:
+            stored = json.loads(self.config_path.read_text())
+        except (OSError, ValueError, RecursionError) as exc:
+            raise ValueError(
+                f"the store's configuration {self.config_path} is damaged or unreadable ({exc}); "
+                "use another store directory"
+            ) from None
+        if stored != self.config:
+            if isinstance(stored, dict):
                 changed = sorted(
                     key
                     for key in set(stored) | set(self.config)
                     if stored.get(key) != self.config.get(key)
                 )
-                raise ValueError(
-                    f"the store {self.directory} was written by a different audit configuration "
-                    f"(differs in: {', '.join(changed)}); use another store directory or the "
-                    "same configuration to resume"
-                )
-        else:
-            atomic_write_text(config_path, json.dumps(self.config, indent=2, sort_keys=True))
-        self.runs_path = self.directory / "runs.jsonl"
+            else:
+                changed = ["(not a JSON object)"]
+            raise ValueError(
+                f"the store {self.directory} was written by a different audit configuration "
+                f"(differs in: {', '.join(changed)}); use another store directory or the "
+                "same configuration to resume"
+            )
+
+    # ------------------------------------------------------------------ runs
+    def _parse(self, line: bytes) -> tuple[tuple[int, int], float]:
+        """One record's (arm, index) and score, or ValueError saying what is wrong with it."""
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"not JSON ({type(exc).__name__})") from None
+        if not isinstance(record, dict):
+            raise ValueError("not a JSON object")
+        arm, index, seed, score = (record.get(k) for k in ("arm", "index", "seed", "score"))
+        for value, name in ((arm, "arm"), (index, "index"), (seed, "seed")):
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < 0:
+                raise ValueError(f"{name} is not a non-negative integer")
+        if arm not in (0, 1):
+            raise ValueError("arm is not 0 or 1")
+        if isinstance(score, bool) or not isinstance(score, Real) or not math.isfinite(score):
+            raise ValueError("score is not a finite number")
+        if self.expected_seed is not None and int(seed) != self.expected_seed(arm, index):
+            raise ValueError("its seed is not the one this audit derives for that run")
+        return (int(arm), int(index)), float(score)
 
     def load(self) -> dict[tuple[int, int], float]:
-        """Finished runs as {(arm, index): score}; repairs a truncated last record."""
+        """Finished runs as {(arm, index): score}; damaged records are dropped from the file."""
+        refuse_symlink(self.runs_path, "the store's runs.jsonl")
         if not self.runs_path.exists():
             return {}
         raw = self.runs_path.read_bytes()
         lines = raw.split(b"\n")
-        complete, finished = [], {}
+        kept: dict[tuple[int, int], tuple[float, bytes]] = {}
+        conflicting: set[tuple[int, int]] = set()
         for number, line in enumerate(lines):
             if not line:
                 continue
-            is_last_unterminated = number == len(lines) - 1  # no newline after it
             try:
-                record = json.loads(line)
-                key = (int(record["arm"]), int(record["index"]))
-                score = float(record["score"])
-                if is_last_unterminated or not math.isfinite(score):
+                if number == len(lines) - 1:  # no newline after it: cut short by a crash
                     raise ValueError("incomplete record")
-            except (ValueError, KeyError, TypeError):
+                key, score = self._parse(line)
+            except ValueError as exc:
                 logger.warning(
-                    "dropping a damaged run record in %s (line %d); the run will be redone",
+                    "dropping a damaged run record in %s (line %d: %s); the run will be redone",
                     self.runs_path,
                     number + 1,
+                    exc,
                 )
                 continue
-            finished[key] = score
-            complete.append(line)
-        repaired = b"".join(line + b"\n" for line in complete)
+            if key in kept and kept[key][0] != score:
+                conflicting.add(key)
+            kept.setdefault(key, (score, line))
+        for key in sorted(conflicting):
+            logger.warning(
+                "dropping run %s of arm %d in %s: the store holds different scores for it; "
+                "the run will be redone",
+                key[1],
+                key[0],
+                self.runs_path,
+            )
+            del kept[key]
+        repaired = b"".join(line + b"\n" for _, line in kept.values())
         if repaired != raw:
             atomic_write_text(self.runs_path, repaired.decode())
-        return finished
+        return {key: score for key, (score, _) in kept.items()}
 
     def append(self, *, arm: int, index: int, seed: int, score: float) -> None:
         """Persist one finished run (one write, flushed and fsynced)."""
+        refuse_symlink(self.runs_path, "the store's runs.jsonl")
         line = json.dumps({"arm": int(arm), "index": int(index), "seed": int(seed), "score": score})
-        with open(self.runs_path, "a") as handle:
+        fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(fd, "a") as handle:
             handle.write(line + "\n")
             handle.flush()
             os.fsync(handle.fileno())

@@ -10,7 +10,6 @@ Everything about running, resuming and estimating is the generic :class:`Auditor
 
 from __future__ import annotations
 
-import hashlib
 import logging
 
 import numpy as np
@@ -21,12 +20,18 @@ from rdpest.auditing.dpsgd.canaries import make_canary
 from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, split_pretrain
 from rdpest.auditing.dpsgd.models import make_model
-from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
+from rdpest.auditing.dpsgd.run import DPSGDRun, _digest, _qualified_name, resolve_stack_runs
 from rdpest.auditing.dpsgd.training import pretrain
 from rdpest.auditing.result import AuditResult
 from rdpest.stats.conversions import dpsgd_epsilon_alpha, noise_multiplier_for_epsilon_alpha
 from rdpest.utils.torch_helpers import resolve_device
-from rdpest.utils.validation import check_alpha, check_positive, check_sample_rate, check_steps
+from rdpest.utils.validation import (
+    check_alpha,
+    check_int,
+    check_positive,
+    check_sample_rate,
+    check_steps,
+)
 
 __all__ = ["DPSGDAuditor"]
 
@@ -198,6 +203,7 @@ class DPSGDAuditor:
         # The generic audit settings (n_runs against the estimators' splits, beta, n_jobs, ...)
         # are checked before any training, pretraining included.
         check_audit_settings(**self._audit_settings(claimed))
+        check_int(self.pretrain_epochs, "pretrain_epochs", 1)
         X, y = self._data()
         if not 0.0 < float(self.pretrain_fraction) < 1.0:
             raise ValueError(f"pretrain_fraction must lie in (0, 1), got {self.pretrain_fraction}")
@@ -247,7 +253,7 @@ class DPSGDAuditor:
         fingerprint = {
             "mechanism": "opacus-dp-sgd",
             "data_sha256": _digest(X, y),
-            "model": self.model if isinstance(self.model, str) else _name(self.model),
+            "model": self.model if isinstance(self.model, str) else _qualified_name(self.model),
             "canary": self.canary if isinstance(self.canary, str) else _digest(*self.canary),
             "canary_label": int(canary[1]),
             "pretrain": bool(self.pretrain),
@@ -288,15 +294,3 @@ class DPSGDAuditor:
     def run(self) -> AuditResult:
         """Train the runs (resuming from ``store``), estimate, and return the verdict."""
         return self.auditor().run()
-
-
-def _digest(*arrays) -> str:
-    h = hashlib.sha256()
-    for a in arrays:
-        a = np.ascontiguousarray(np.asarray(a))
-        h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
-    return h.hexdigest()[:16]
-
-
-def _name(obj) -> str:
-    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"

@@ -11,6 +11,8 @@ and returns the canary's loss (:func:`rdpest.auditing.dpsgd.canaries.canary_loss
 from __future__ import annotations
 
 import copy
+import dataclasses
+import hashlib
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 
@@ -204,6 +206,27 @@ class DPSGDRun:
         )
         self._cache: dict | None = None
 
+    def describe(self) -> dict:
+        """What determines this score function's scores, for a run store's fingerprint.
+
+        Digests of the data, the canary and θ₀, the model's name (or its factory's qualified
+        name), the number of classes and the DP-SGD settings. Not the device or the stack size:
+        they change scores by float rounding only.
+        """
+        model = self.model if isinstance(self.model, str) else _qualified_name(self.model)
+        state = sorted(self.initial_state.items())
+        return {
+            "mechanism": "rdpest.DPSGDRun",
+            "model": model,
+            "data_sha256": _digest(self.X, self.y),
+            "canary_sha256": _digest(self.canary_x, np.asarray([self.canary_y])),
+            "initial_state_sha256": _digest(*[np.asarray(v) for _, v in state]),
+            "initial_state_keys": [k for k, _ in state],
+            "input_shape": None if self.input_shape is None else list(self.input_shape),
+            "n_classes": self.n_classes,
+            "config": dataclasses.asdict(self.config),
+        }
+
     def _build_model(self, initial_state: Mapping | None) -> nn.Module:
         with torch.random.fork_rng(devices=[]):
             torch.default_generator.manual_seed(0)
@@ -276,3 +299,16 @@ class DPSGDRun:
             f"DPSGDRun(model={name!r}, n={len(self.y)}, config={self.config!r}, "
             f"device={self.device!r}, runs_per_call={self.runs_per_call})"
         )
+
+
+def _digest(*arrays) -> str:
+    """A short SHA-256 of arrays' dtypes, shapes and bytes."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(np.asarray(a))
+        h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def _qualified_name(obj) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"

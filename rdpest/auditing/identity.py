@@ -1,0 +1,159 @@
+"""The identity of a score function: what a run store records to know which pipeline wrote it.
+
+A store must never serve runs of one pipeline to another (two lambdas, two partials of one
+function with other arguments, two instances of a class with other settings). So the identity
+covers what determines the scores, as far as it can be read:
+
+- an object with ``describe()`` (e.g. :class:`~rdpest.auditing.GaussianMechanismScore`): what
+  that method returns (a JSON dict);
+- a module-level function or method: its qualified name and a digest of its code (its bytecode,
+  constants and the names it uses), so an edited function is a different pipeline;
+- a ``functools.partial``: the identity of its function and the values of its arguments;
+- a callable instance: its class's identity and the values of its attributes;
+- values: JSON types as they are, numpy arrays by a digest of their bytes, dataclasses, lists and
+  dicts element by element, callables by their identity.
+
+A lambda, a function defined inside another function (a closure) or a value of any other type
+cannot be identified this way: :func:`score_fn_identity` raises ``ValueError`` and says how to
+name the pipeline (``describe()`` or ``Auditor(config=...)``). Globals that a function reads are
+not covered: name the pipeline with ``config`` when they matter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import types
+from numbers import Integral, Real
+
+import numpy as np
+
+__all__ = ["score_fn_identity"]
+
+_HOW = (
+    "give the score function a describe() method returning a JSON dict of what determines its "
+    "scores, or pass Auditor(config={...}) naming the pipeline"
+)
+
+
+class _Unidentifiable(ValueError):
+    pass
+
+
+def _code_digest(code: types.CodeType) -> str:
+    h = hashlib.sha256()
+
+    def feed(c: types.CodeType) -> None:
+        h.update(c.co_code)
+        h.update(repr(c.co_names).encode())
+        for const in c.co_consts:
+            if isinstance(const, types.CodeType):
+                feed(const)
+            else:
+                h.update(repr(const).encode())
+
+    feed(code)
+    return h.hexdigest()[:16]
+
+
+def _function_identity(fn: types.FunctionType) -> dict:
+    qualname = getattr(fn, "__qualname__", "")
+    if fn.__name__ == "<lambda>" or "<locals>" in qualname:
+        kind = "a lambda" if fn.__name__ == "<lambda>" else "a function defined inside another"
+        raise _Unidentifiable(
+            f"the score function {qualname or fn} is {kind}, whose identity (its code and the "
+            f"values it closes over) cannot be established for the run store: {_HOW}"
+        )
+    return {"function": f"{fn.__module__}.{qualname}", "code": _code_digest(fn.__code__)}
+
+
+def _value(value, where: str):
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Real):
+        return float(value) if np.isfinite(float(value)) else repr(float(value))
+    if isinstance(value, np.ndarray):
+        array = np.ascontiguousarray(value)
+        digest = hashlib.sha256(
+            str(array.dtype).encode() + str(array.shape).encode() + array.tobytes()
+        ).hexdigest()[:16]
+        return {"ndarray": digest}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return {"dataclass": _class_name(type(value)), "fields": _value(fields, where)}
+    if isinstance(value, list | tuple):
+        return [_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise _Unidentifiable(f"{where} is a dict with non-string keys")
+        return {k: _value(v, f"{where}[{k!r}]") for k, v in sorted(value.items())}
+    if callable(value):
+        return _identity(value, where)
+    raise _Unidentifiable(f"{where} is a {type(value).__name__}, which has no stable identity")
+
+
+def _class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _identity(fn, where: str) -> dict:
+    describe = getattr(fn, "describe", None)
+    if callable(describe) and not isinstance(fn, type):
+        return {"describe": _value(describe(), f"{where}.describe()")}
+    if isinstance(fn, functools.partial):
+        return {
+            "partial": _identity(fn.func, f"{where}.func"),
+            "args": _value(list(fn.args), f"{where}.args"),
+            "keywords": _value(dict(fn.keywords), f"{where}.keywords"),
+        }
+    if isinstance(fn, types.FunctionType):
+        return _function_identity(fn)
+    if isinstance(fn, types.MethodType):
+        return {"method": fn.__func__.__name__, "of": _value(fn.__self__, f"{where}.__self__")}
+    if isinstance(fn, types.BuiltinFunctionType):
+        return {"builtin": f"{getattr(fn, '__module__', None)}.{fn.__qualname__}"}
+    if isinstance(fn, type):
+        return {"class": _class_name(fn)}
+    call = type(fn).__dict__.get("__call__") or getattr(type(fn), "__call__", None)  # noqa: B004
+    state = getattr(fn, "__dict__", None)
+    if not isinstance(call, types.FunctionType) or state is None:
+        raise _Unidentifiable(f"{where} ({type(fn).__name__}) has no readable identity")
+    return {
+        "instance": _class_name(type(fn)),
+        "call": _code_digest(call.__code__),
+        "state": _value(dict(state), f"{where} attributes"),
+    }
+
+
+def score_fn_identity(score_fn) -> dict:
+    """A JSON dict identifying ``score_fn`` for a run store, or ValueError saying how to name it.
+
+    Examples
+    --------
+    >>> import functools, math
+    >>> a = score_fn_identity(functools.partial(math.pow, 2.0))
+    >>> a == score_fn_identity(functools.partial(math.pow, 2.0))
+    True
+    >>> a == score_fn_identity(functools.partial(math.pow, 3.0))
+    False
+    >>> score_fn_identity(lambda include_canary, seed: 0.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the score function <lambda> is a lambda, ...
+    """
+    try:
+        describe = getattr(score_fn, "describe", None)
+        if callable(describe) and not isinstance(score_fn, type):
+            described = _value(describe(), "score_fn.describe()")
+            if not isinstance(described, dict):
+                raise _Unidentifiable("score_fn.describe() must return a dict")
+            return described
+        return _identity(score_fn, "score_fn")
+    except _Unidentifiable as exc:
+        message = str(exc)
+        if _HOW not in message:
+            message = f"cannot identify the score function for the run store ({message}): {_HOW}"
+        raise ValueError(message) from None

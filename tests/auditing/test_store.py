@@ -1,0 +1,335 @@
+"""A run store never gives a wrong verdict: one pipeline, one writer, checked records, safe files.
+
+Each test names the defect it catches; each failed on the store as it was before these checks
+(a store that trusted its callable's name, its records and its first writer).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import stat
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from rdpest import BernoulliTPRFPRBaseline
+from rdpest.auditing import Auditor, AuditResult, GaussianMechanismScore, RunStore, run_seed
+
+N_RUNS = 60
+
+
+def _mechanism_score(include_canary, seed, noise_scale_bug=1.0):
+    """A module-level score function: the Gaussian mechanism with an optional noise bug."""
+    return GaussianMechanismScore(noise_std=1.0, noise_scale_bug=noise_scale_bug)(
+        include_canary, seed
+    )
+
+
+class _Trainer:
+    """A callable instance without describe(): its identity is its class and attributes."""
+
+    def __init__(self, noise_scale_bug=1.0):
+        self.noise_scale_bug = noise_scale_bug
+
+    def __call__(self, include_canary, seed):
+        return _mechanism_score(include_canary, seed, self.noise_scale_bug)
+
+
+class _SlowMechanism(GaussianMechanismScore):
+    """The Gaussian mechanism taking 2 ms a run, so that two audits started together overlap
+    (600 runs take over a second; taking the store's lock takes microseconds)."""
+
+    def __call__(self, include_canary, seed):
+        time.sleep(0.002)
+        return super().__call__(include_canary, seed)
+
+
+def _audit(score_fn, store=None, **kwargs):
+    """An audit of the claim of the honest mechanism, with the fast threshold baseline alone."""
+    claim = GaussianMechanismScore(noise_std=1.0).claimed_epsilon(2.0)
+    fast = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, direction="max", random_state=0)}
+    options = {
+        "alpha": 2.0,
+        "n_runs": N_RUNS,
+        "progress": False,
+        "store": store,
+        "estimators": fast,
+        **kwargs,
+    }
+    return Auditor(score_fn, claim, **options)
+
+
+def _same(a: AuditResult, b: AuditResult) -> None:
+    np.testing.assert_array_equal(a.losses_without_canary, b.losses_without_canary)
+    np.testing.assert_array_equal(a.losses_with_canary, b.losses_with_canary)
+    assert a.estimates == b.estimates and a.verdict == b.verdict
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. one pipeline per store
+def test_lambdas_and_closures_are_refused_for_a_store(tmp_path):
+    """Bug: every lambda fingerprinted as '<lambda>', so two pipelines shared a store."""
+    with pytest.raises(ValueError, match=r"lambda.*describe\(\).*config"):
+        _audit(lambda c, s: _mechanism_score(c, s), store=tmp_path).run()
+
+    def closure(include_canary, seed):
+        return _mechanism_score(include_canary, seed)
+
+    with pytest.raises(ValueError, match="inside another"):
+        _audit(closure, store=tmp_path / "b").run()
+    # Without a store nothing needs an identity: lambdas are fine.
+    assert _audit(lambda c, s: _mechanism_score(c, s), n_runs=10).run().verdict
+
+
+@pytest.mark.parametrize(
+    ("honest", "buggy"),
+    [
+        (
+            functools.partial(_mechanism_score, noise_scale_bug=1.0),
+            functools.partial(_mechanism_score, noise_scale_bug=0.25),
+        ),
+        (_Trainer(1.0), _Trainer(0.25)),
+    ],
+    ids=["partial", "instance"],
+)
+def test_a_store_is_never_reused_by_another_pipeline(tmp_path, honest, buggy):
+    """Bug: partials all fingerprinted as 'functools.partial' and instances as their class, so a
+    buggy pipeline resumed an honest one's store and was reported consistent."""
+    _audit(honest, store=tmp_path).run()
+    with pytest.raises(ValueError, match="different audit configuration"):
+        _audit(buggy, store=tmp_path).run()
+    assert _audit(buggy, store=tmp_path / "fresh").run().verdict == "violation"
+    # The same pipeline (an equal, separately built object) resumes.
+    if isinstance(honest, functools.partial):
+        again = functools.partial(honest.func, *honest.args, **honest.keywords)
+    else:
+        again = _Trainer(1.0)
+    _same(_audit(again, store=tmp_path).run(), _audit(honest).run())
+
+
+def test_non_json_config_and_store_that_is_a_file_are_clear_errors(tmp_path):
+    """Bug: a non-JSON config and a store path naming a file gave raw TypeError/OSError."""
+    mech = GaussianMechanismScore()
+    with pytest.raises(ValueError, match="JSON-serialisable"):
+        _audit(mech, store=tmp_path / "s", config={"when": object()}).run()
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    with pytest.raises(ValueError, match="not a directory"):
+        _audit(mech, store=afile).run()
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. one writer per store
+@pytest.mark.parametrize("same_config", [False, True], ids=["different", "same"])
+def test_two_audits_started_together_on_one_store(tmp_path, same_config):
+    """Bug: the configuration check was check-then-write with no lock: two audits started
+    together both passed it and interleaved their runs in one runs.jsonl (800 lines from two
+    pipelines under one config.json; 584 duplicate lines for one pipeline twice)."""
+    honest = _SlowMechanism(noise_std=1.0)
+    other = honest if same_config else _SlowMechanism(noise_std=1.0, noise_scale_bug=0.25)
+    barrier = threading.Barrier(2)
+    outcomes: dict[str, object] = {}
+
+    def start(name, score_fn):
+        barrier.wait()
+        try:
+            outcomes[name] = _audit(score_fn, store=tmp_path, n_runs=300).run()
+        except ValueError as exc:
+            outcomes[name] = exc
+
+    threads = [
+        threading.Thread(target=start, args=("a", honest)),
+        threading.Thread(target=start, args=("b", other)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    results = {k: v for k, v in outcomes.items() if isinstance(v, AuditResult)}
+    refused = {k: v for k, v in outcomes.items() if isinstance(v, ValueError)}
+    assert len(results) == 1 and len(refused) == 1, outcomes
+    assert "in use by another audit" in str(next(iter(refused.values())))
+    winner = next(iter(results))
+    fresh = _audit(honest if winner == "a" else other, store=tmp_path / "fresh", n_runs=300).run()
+    _same(results[winner], fresh)
+    lines = (tmp_path / "runs.jsonl").read_text().splitlines()
+    assert len(lines) == 600  # one pipeline's runs, each once
+
+
+def test_the_lock_is_released_after_an_audit_and_after_an_error(tmp_path):
+    mech = GaussianMechanismScore()
+    _audit(mech, store=tmp_path, n_runs=10).run()
+    _audit(mech, store=tmp_path, n_runs=12).run()  # resumes: the first released its lock
+
+    def broken(include_canary, seed):
+        raise RuntimeError("training failed")
+
+    with pytest.raises(RuntimeError):
+        _audit(broken, store=tmp_path / "b", n_runs=10, config={"name": "broken"}).run()
+    with RunStore(tmp_path / "b", _audit(broken, config={"name": "broken"})._fingerprint()):
+        pass  # the failed audit left no lock behind
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. records are checked
+def _truncate_runs(store, keep: int) -> list[str]:
+    lines = (store / "runs.jsonl").read_text().splitlines()
+    (store / "runs.jsonl").write_text("".join(line + "\n" for line in lines[:keep]))
+    return lines
+
+
+def test_records_from_another_seed_are_dropped_and_redone(tmp_path, caplog):
+    """Bug: a record whose seed is not run_seed(random_state, arm, index) was adopted, so runs
+    copied from a --seed 1 store joined a --seed 0 audit."""
+    mech = GaussianMechanismScore(noise_std=1.0, noise_scale_bug=0.5)
+    seed0, seed1 = tmp_path / "seed0", tmp_path / "seed1"
+    _audit(mech, store=seed0).run()
+    _audit(mech, store=seed1, random_state=1).run()
+    _truncate_runs(seed0, 10)
+    foreign = [json.loads(x) for x in (seed1 / "runs.jsonl").read_text().splitlines()]
+    with open(seed0 / "runs.jsonl", "a") as handle:
+        for record in foreign:
+            if record["index"] >= 10:
+                handle.write(json.dumps(record) + "\n")
+    with caplog.at_level(logging.WARNING, logger="rdpest.auditing.store"):
+        resumed = _audit(mech, store=seed0).run()
+    assert "seed is not the one this audit derives" in caplog.text
+    _same(resumed, _audit(mech).run())
+
+
+def test_conflicting_duplicates_are_dropped_with_a_warning(tmp_path, caplog):
+    """Bug: two records of one run with different scores resolved 'last wins', silently."""
+    mech = GaussianMechanismScore(noise_std=1.0)
+    _audit(mech, store=tmp_path).run()
+    seed = run_seed(0, 1, 3)
+    with open(tmp_path / "runs.jsonl", "a") as handle:
+        handle.write(json.dumps({"arm": 1, "index": 3, "seed": seed, "score": 123.0}) + "\n")
+    with caplog.at_level(logging.WARNING, logger="rdpest.auditing.store"):
+        resumed = _audit(mech, store=tmp_path).run()
+    assert "different scores" in caplog.text
+    _same(resumed, _audit(mech).run())
+
+
+def test_a_store_with_runs_but_no_configuration_is_refused(tmp_path):
+    """Bug: a missing config.json adopted any runs.jsonl."""
+    mech = GaussianMechanismScore()
+    _audit(mech, store=tmp_path).run()
+    (tmp_path / "config.json").unlink()
+    with pytest.raises(ValueError, match=r"no config\.json"):
+        _audit(mech, store=tmp_path).run()
+
+
+# ------------------------------------------------------------------------------------------------
+# 12. odd records and damaged files
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"arm": 1e400, "index": 0, "seed": 1, "score": 0.5}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"arm": true, "index": 0, "seed": 1, "score": 0.5}',
+        '{"arm": 1, "index": -1, "seed": 1, "score": 0.5}',
+        '{"arm": 1, "index": 0, "seed": 1, "score": "0.5"}',
+        '{"arm": 1, "index": 0, "seed": 1, "score": NaN}',
+        "[1, 2, 3]",
+    ],
+    ids=["overflow", "deeply-nested", "bool-arm", "negative-index", "string-score", "nan", "list"],
+)
+def test_an_odd_record_is_dropped_and_its_run_redone(tmp_path, caplog, line):
+    """Bug: {"arm": 1e400} raised OverflowError and a deeply nested line RecursionError, making
+    the whole store unloadable."""
+    mech = GaussianMechanismScore(noise_std=1.0)
+    _audit(mech, store=tmp_path).run()
+    lines = _truncate_runs(tmp_path, 2 * N_RUNS - 1)
+    with open(tmp_path / "runs.jsonl", "a") as handle:
+        handle.write(line + "\n")
+    with caplog.at_level(logging.WARNING, logger="rdpest.auditing.store"):
+        resumed = _audit(mech, store=tmp_path).run()
+    assert "dropping a damaged run record" in caplog.text
+    _same(resumed, _audit(mech).run())
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == len(lines)
+
+
+def test_a_damaged_configuration_names_its_file(tmp_path):
+    mech = GaussianMechanismScore()
+    _audit(mech, store=tmp_path, n_runs=10).run()
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"config\.json is damaged"):
+        _audit(mech, store=tmp_path, n_runs=10).run()
+
+
+def test_from_json_validates_its_payload(tmp_path):
+    """Bug: any string not starting with '{' was read as a path (a FileNotFoundError), and
+    missing keys or wrong types surfaced as KeyError/TypeError."""
+    text = _audit(GaussianMechanismScore(), n_runs=10).run().to_json()
+    payload = json.loads(text)
+    with pytest.raises(ValueError, match="neither"):
+        AuditResult.from_json("not json and not a file")
+    with pytest.raises(ValueError, match="'verdict'"):
+        AuditResult.from_json(json.dumps({k: v for k, v in payload.items() if k != "verdict"}))
+    with pytest.raises(ValueError, match="'alpha' must be a number"):
+        AuditResult.from_json(json.dumps({**payload, "alpha": "two"}))
+    with pytest.raises(ValueError, match="list of numbers"):
+        AuditResult.from_json(json.dumps({**payload, "losses_with_canary": ["a"]}))
+    with pytest.raises(ValueError, match="not valid JSON"):
+        AuditResult.from_json("{broken")
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    assert AuditResult.from_json(str(path)).verdict == AuditResult.from_json(path).verdict
+
+
+# ------------------------------------------------------------------------------------------------
+# 8 (score values) and 14 (files)
+@pytest.mark.parametrize("value", ["1.5", True, None, [1.0]], ids=["str", "bool", "none", "list"])
+def test_scores_that_are_not_real_numbers_are_refused(value):
+    """Bug: a score_fn returning "1.5" or True was coerced with float()."""
+
+    def score(include_canary, seed):
+        return value
+
+    with pytest.raises(ValueError, match="must return a real number"):
+        _audit(score, n_runs=10).run()
+
+
+def test_numpy_scalars_are_scores():
+    def score(include_canary, seed):
+        return np.float32(_mechanism_score(include_canary, seed))
+
+    assert _audit(score, n_runs=10).run().n_runs == 10
+
+
+def test_store_files_have_the_umask_mode_and_links_are_refused(tmp_path):
+    """Bug: config.json, result.json and a repaired runs.jsonl were created 0600 (mkstemp), and a
+    symlinked runs.jsonl was followed."""
+    previous = os.umask(0o022)
+    try:
+        mech = GaussianMechanismScore()
+        _audit(mech, store=tmp_path, n_runs=10).run()
+        _truncate_runs(tmp_path, 5)
+        with open(tmp_path / "runs.jsonl", "a") as handle:
+            handle.write("{damaged\n")  # forces a repair (a rewrite) of runs.jsonl
+        _audit(mech, store=tmp_path, n_runs=10).run()
+    finally:
+        os.umask(previous)
+    for name in ("config.json", "runs.jsonl", "result.json"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o644, name
+    target = tmp_path / "elsewhere.jsonl"
+    target.write_text("")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "runs.jsonl").symlink_to(target)
+    with pytest.raises(ValueError, match="symbolic link"):
+        _audit(GaussianMechanismScore(), store=linked, n_runs=10).run()
+    assert target.read_text() == ""
+
+
+def test_result_records_versions_and_time(tmp_path):
+    _audit(GaussianMechanismScore(), store=tmp_path, n_runs=10).run()
+    provenance = json.loads((tmp_path / "result.json").read_text())["provenance"]
+    assert set(provenance) >= {"rdpest", "python", "torch", "opacus", "created_utc"}
+    assert provenance["created_utc"].endswith("+00:00")
+    assert AuditResult.from_json(tmp_path / "result.json").provenance == provenance
