@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -84,6 +85,12 @@ _RELATIVE_TOLERANCE = 1e-9
 # Noise multipliers over which the subsampled Gaussian divergence is solved (its quadrature is
 # accurate to about 1e-12 there).
 _NOISE_MULTIPLIER_RANGE = (0.05, 1e5)
+#: Most samples per side that make_renyi_pair draws (8e8 bytes of float64 per side and feature).
+MAX_SAMPLES = 10**8
+# Largest |location| of a solved law with unit noise: ulp(2^32) = 2^-20 ≈ 1e-6, so draws still
+# resolve the noise. Beyond it N(μ, 1) rounds to a handful of values and the "exact" truth no
+# longer describes the samples (divergence=1e300 gave N(1e150, 1), every draw exactly 1e150).
+_MAX_LOCATION = 2.0**32
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,6 +148,11 @@ def _check_n_samples(n_samples) -> tuple[int, int]:
             raise ValueError(f"n_samples must hold integers, got {n_samples!r}")
         if n < 1:
             raise ValueError(f"n_samples must be >= 1, got {n_samples!r}")
+        if n > MAX_SAMPLES:
+            raise ValueError(
+                f"n_samples must be at most {MAX_SAMPLES:.0e} per side (MAX_SAMPLES), got "
+                f"{n_samples!r}"
+            )
     return int(pair[0]), int(pair[1])
 
 
@@ -196,7 +208,10 @@ def _solve_laplace_shift(alpha: float, divergence: float) -> dict:
     # Mironov (2017), Table II: Δ − log((2α−1)/α)/(α−1) <= D_α <= Δ, so the root lies in
     # [D, D + log((2α−1)/α)/(α−1)].
     upper = divergence + math.log((2.0 * alpha - 1.0) / alpha) / (alpha - 1.0) + 1.0
-    root = optimize.brentq(excess, 0.0, upper, xtol=1e-300, rtol=4 * np.finfo(float).eps)
+    # Bisection steps from [0, ~1] down to a root as small as 1e-150 need a few hundred steps.
+    root = optimize.brentq(
+        excess, 0.0, upper, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=2000
+    )
     return {"shift": _closest_root(excess, root)}
 
 
@@ -286,8 +301,32 @@ def _solve(family, alpha, divergence, params) -> tuple[dict, float]:
     alpha = check_alpha(alpha)
     divergence = check_positive(divergence, "divergence", allow_zero=True)
     options = _check_options(family, params)
-    solved = _SOLVERS[family](alpha, divergence, **options)
-    truth = _true_divergence(family, alpha, solved)
+    what = f"alpha={alpha!r} and divergence={divergence!r}"
+    try:
+        # Extreme orders and divergences push the solvers and the quadrature out of the float
+        # range (OverflowError, a root finder that gives up, NaN densities): all of them mean
+        # that this pair cannot be realised in double precision.
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            solved = _SOLVERS[family](alpha, divergence, **options)
+            truth = _true_divergence(family, alpha, solved)
+    except (ArithmeticError, RuntimeError, ValueError) as exc:
+        raise ValueError(
+            f"{what} cannot be realised by family {family!r} in double precision: {exc}"
+        ) from None
+    values = np.concatenate([np.ravel(v) for v in solved.values()])
+    if not (np.isfinite(values).all() and math.isfinite(truth)):
+        raise ValueError(
+            f"{what} cannot be realised by family {family!r}: the solved parameters "
+            f"{solved!r} are not finite"
+        )
+    locations = [solved[k] for k in ("mean", "shift") if k in solved]
+    if any(np.max(np.abs(v)) > _MAX_LOCATION for v in locations):
+        raise ValueError(
+            f"divergence {divergence!r} is too large for family {family!r} at alpha={alpha!r}: "
+            f"it needs a location of {float(np.max(np.abs(locations[0]))):.3g} against unit "
+            f"noise, beyond {_MAX_LOCATION:.3g}, where float64 draws no longer resolve the noise"
+        )
     if not abs(truth - divergence) <= _RELATIVE_TOLERANCE * divergence:
         raise ValueError(
             f"divergence {divergence!r} is not reachable by family {family!r} at alpha={alpha!r} "
@@ -331,7 +370,9 @@ def family_parameters(family: str, alpha: float, divergence: float, **params) ->
     ValueError
         On bad input, or when the divergence cannot be reached to relative accuracy 1e-9 in
         double precision (gaussian_scale close to its boundary: (α−1)·D beyond about 6–9;
-        subsampled_gaussian outside noise multipliers [0.05, 1e5]).
+        subsampled_gaussian outside noise multipliers [0.05, 1e5]), or when the solved law
+        cannot be sampled faithfully in double precision (a location beyond 2**32 against unit
+        noise, non-finite parameters, e.g. alpha=1e300 or divergence=1e300).
 
     Examples
     --------
@@ -362,7 +403,8 @@ def make_renyi_pair(
     divergence : float
         Target D_α(P‖Q) >= 0; 0 gives P = Q.
     n_samples : int or (int, int)
-        Number of samples from P and from Q (one int for both, or a pair ``(n_p, n_q)``).
+        Number of samples from P and from Q (one int for both, or a pair ``(n_p, n_q)``), at
+        most ``rdpest.datasets.MAX_SAMPLES`` (10**8) per side.
     random_state : None, int, numpy.random.Generator or numpy.random.RandomState
         Source of randomness; the same int gives the same arrays. X is drawn before Y.
     **params

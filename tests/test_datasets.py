@@ -1,6 +1,7 @@
 """Tests of rdpest.datasets: solved parameters hit the target, samplers, log ratios, bad input."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -310,3 +311,37 @@ def test_log_ratio_bad_params():
         datasets.log_likelihood_ratio(
             "multivariate_gaussian", {"mean": np.zeros(2), "covariance": np.eye(3)}
         )
+
+
+@pytest.mark.parametrize("family", datasets.FAMILIES)
+@pytest.mark.parametrize(
+    "alpha, divergence, match",
+    [(1e300, 1.0, "alpha"), (1e300, 1e300, "alpha|divergence"), (2.0, 1e300, "divergence")],
+)
+def test_unrealisable_orders_and_divergences_are_value_errors(family, alpha, divergence, match):
+    """Catches the bugs where α = 1e300 raised a raw OverflowError (or RuntimeError from the
+    root finder) and divergence=1e300 returned an "exact" truth for samples that cannot
+    represent the law (N(1e150, 1) rounds every draw to 1e150)."""
+    try:
+        X, Y, truth = datasets.make_renyi_pair(family, alpha, divergence, 5, random_state=0)
+    except ValueError as exc:
+        assert re.search(match, str(exc)), str(exc)
+    else:
+        # Where the family can realise it, the samples resolve the law: finite and not all
+        # rounded to one value, and the truth is the requested divergence.
+        assert np.isfinite(X).all() and np.isfinite(Y).all() and np.ptp(X) > 0
+        assert truth == pytest.approx(divergence, rel=1e-9)
+
+
+def test_too_many_samples_is_a_value_error_not_a_memory_error():
+    """Catches the bug where n_samples=10**13 reached numpy and raised MemoryError."""
+    with pytest.raises(ValueError, match="n_samples"):
+        datasets.make_renyi_pair("gaussian_shift", 2.0, 1.0, 10**13)
+    with pytest.raises(ValueError, match="n_samples"):
+        datasets.make_renyi_pair("gaussian_shift", 2.0, 1.0, (10, 10**9))
+
+
+def test_tiny_laplace_divergence_is_solved():
+    """A tiny but representable divergence is solved (the root finder used to give up)."""
+    _, _, truth = datasets.make_renyi_pair("laplace_shift", 2.0, 1e-300, 5, random_state=0)
+    assert truth == pytest.approx(1e-300, rel=1e-9)

@@ -176,7 +176,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "n_repeats": [Interval(Integral, 1, None, closed="left")],
         "device": [str],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
     }
 
@@ -254,6 +254,9 @@ class DVRenyiEstimator(RenyiEstimatorBase):
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, Y=None):
+        # Validated before torch sees n_threads (0 would be a raw torch RuntimeError); the base
+        # class validates again, which is cheap.
+        self._validate_params()
         # Torch's thread count is process-wide: set it for this fit only, restored even on error.
         previous_threads = torch.get_num_threads()
         if self.n_threads is not None:

@@ -344,7 +344,7 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         "log_ratio": [callable, HasMethods(["log_ratio"]), None],
         "sample": [StrOptions({"both", "p", "q"})],
         "test_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
     }
 
     def __init__(
@@ -513,7 +513,7 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         "privacy_loss_bound": [Interval(Real, 0, None, closed="neither")],
         "log_ratio": [callable, HasMethods(["log_ratio"]), None],
         "test_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
     }
 
     def __init__(

@@ -190,7 +190,7 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         "score_function": [callable, None],
         "test_fraction": [Interval(Real, 0, 1, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "random_state": ["random_state"],
+        "random_state": ["random_state", np.random.Generator],
     }
 
     def __init__(

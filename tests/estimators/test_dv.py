@@ -413,3 +413,23 @@ def test_constant_samples_at_any_scale_give_zero():
         est = DVRenyiEstimator(**FAST).fit(np.full(100, value), np.full(80, value))
         # A constant critic's bracket is 0 up to the rounding of its log-mean-exps.
         assert est.divergence_ == pytest.approx(0.0, abs=1e-6) and est.lower_bound_ == 0.0
+
+
+def test_invalid_n_threads_is_a_value_error_before_torch_sees_it():
+    """Catches the bug where n_threads=0 reached torch.set_num_threads (a raw RuntimeError)
+    because threads were set before the parameters were validated."""
+    X, Y, _ = _gaussian_pair(0.5, n=50)
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="n_threads"):
+            DVRenyiEstimator(n_threads=bad).fit(X, Y)
+
+
+def test_samples_beyond_float32_range_fit():
+    """Catches the bug where fit(X * 1e39, Y * 1e39) overflowed float32 and failed after
+    training naming an internal variable; standardised in float64 it is an ordinary fit."""
+    X, Y, _ = _gaussian_pair(1.0, n=400)
+    plain = DVRenyiEstimator(**FAST).fit(X, Y)
+    for factor in (1e39, 1e300):
+        huge = DVRenyiEstimator(**FAST).fit(X * factor, Y * factor)
+        assert huge.divergence_ == pytest.approx(plain.divergence_, abs=1e-6)
+        assert huge.lower_bound_ == pytest.approx(plain.lower_bound_, abs=1e-6)
