@@ -15,11 +15,13 @@ most β/2 + β/2 (union bound).
 
 from __future__ import annotations
 
+import sys
 from abc import ABCMeta, abstractmethod
 from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.pipeline import Pipeline
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -106,6 +108,23 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         """Derive estimator-wide attributes from ``directions_`` at the end of fit (a hook)."""
 
     # ------------------------------------------------------------------ validation
+    def _two_samples(self, X, Y, method: str):
+        """(X, Y) as two samples: split from the pooled form when ``pooled`` is set, else
+        checked not to come from a Pipeline that transformed X only."""
+        if getattr(self, "pooled", False):
+            return _unpool(X, Y, type(self).__name__)
+        if _in_transforming_pipeline(self):
+            raise ValueError(
+                f"{type(self).__name__}.{method}(X, Y) was called by a Pipeline with "
+                "transforming steps: the Pipeline transforms X but passes the second sample Y "
+                "through untransformed, so the two samples are no longer comparable and the "
+                "estimate (and its bound) would be a false divergence. Use the pooled form: "
+                f"set pooled=True on the {type(self).__name__} and fit the Pipeline on the "
+                "stacked samples with a membership label, "
+                "pipe.fit(np.concatenate([X, Y]), np.r_[np.ones(len(X)), np.zeros(len(Y))])"
+            )
+        return X, Y
+
     def _validate_samples(self, X, Y, *, reset: bool) -> tuple[np.ndarray, np.ndarray]:
         if Y is None:
             raise ValueError(
@@ -173,6 +192,7 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         """
         self._validate_params()
         self._check_params()
+        X, Y = self._two_samples(X, Y, "fit")
         P, Q = self._validate_samples(X, Y, reset=True)
         self._start_fit()
         seed_forward, seed_reverse = np.random.default_rng(
@@ -205,6 +225,7 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         two directions' scores.
         """
         check_is_fitted(self, "directions_")
+        X, Y = self._two_samples(X, Y, "score")
         P, Q = self._validate_samples(X, Y, reset=False)
         scores = []
         if "forward" in self.directions_:
@@ -217,4 +238,58 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         tags = super().__sklearn_tags__()
         # Y is the second sample, not a target: fit(X) alone is meaningless.
         tags.target_tags.required = True
+        if getattr(self, "pooled", False):
+            # In the pooled form y is a 0/1 membership label: declared a classifier of it,
+            # scikit-learn's cross-validation stratifies the folds (StratifiedKFold), so every
+            # fold holds rows of both samples whatever their sizes.
+            tags.estimator_type = "classifier"
         return tags
+
+
+def _unpool(Z, membership, owner: str) -> tuple[np.ndarray, np.ndarray]:
+    """The two samples (rows of P, rows of Q) of the pooled form, each in its original order."""
+    if membership is None:
+        raise ValueError(
+            f"{owner} with pooled=True needs the membership label: fit(Z, membership) with "
+            "membership[i] = 1 for a row of the sample from P and 0 for one from Q"
+        )
+    Z = check_array(
+        Z, ensure_2d=False, allow_nd=True, dtype=np.float64, ensure_all_finite=True, input_name="Z"
+    )
+    label = np.asarray(membership)
+    if label.ndim != 1 or Z.ndim == 0 or len(label) != len(Z):
+        raise ValueError(
+            f"membership must be 1-D with one label per row of Z: got shape {label.shape} for "
+            f"Z of shape {Z.shape} (its length must equal the number of rows)"
+        )
+    if label.dtype.kind not in "biuf" or not np.isin(label, (0, 1)).all():
+        raise ValueError(
+            "membership must hold only 0 and 1 (1: the row is from P, 0: from Q), got values "
+            f"{np.unique(label)[:5]!r}"
+        )
+    in_p = label.astype(bool)
+    if in_p.all() or not in_p.any():
+        raise ValueError(
+            "membership must mark rows of both samples (some 1 for P and some 0 for Q), got "
+            f"only {int(in_p[0])}"
+        )
+    return Z[in_p], Z[~in_p]
+
+
+def _in_transforming_pipeline(estimator) -> bool:
+    """Whether ``estimator`` is being called as the final step of a scikit-learn Pipeline
+    whose earlier steps transform X.
+
+    A Pipeline passes the transformed X and the raw y to its final step, so the second sample
+    of fit(X, Y) would not be transformed; this cannot be seen in the arguments, so the calling
+    frames are searched for the Pipeline that owns ``estimator``.
+    """
+    frame = sys._getframe(1)
+    for _ in range(16):
+        if frame is None:
+            return False
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, Pipeline) and owner.steps and owner.steps[-1][1] is estimator:
+            return any(step not in (None, "passthrough") for _, step in owner.steps[:-1])
+        frame = frame.f_back
+    return False

@@ -112,6 +112,15 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     random_state : int, RandomState, Generator or None, default=None
     verbose : int, default=0
         1 shows a progress bar over epochs.
+    pooled : bool, default=False
+        How ``fit`` and ``score`` take the two samples. False: ``fit(X, Y)``, X ~ P and Y ~ Q.
+        True: the pooled form ``fit(Z, membership)``, Z the two samples stacked (in any
+        interleaving) and ``membership[i]`` 1 for a row from P, 0 for one from Q; each sample
+        keeps its rows' order, so the results equal those of ``fit(X, Y)`` bit for bit. Use it
+        in a :class:`~sklearn.pipeline.Pipeline` (which transforms Z, both samples alike, where
+        it would transform X but not Y) and in cross-validation with unequal sample sizes (the
+        estimator then declares itself a classifier of the membership label, so the folds are
+        stratified). A Pipeline with transforming steps refuses the two-sample form.
 
     Attributes
     ----------
@@ -137,6 +146,18 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     See Also
     --------
     rdpest.stats.certificates.certify_critic : the certificate, usable with any fixed critic.
+
+    Notes
+    -----
+    Hyper-parameter search. ``GridSearchCV(DVRenyiEstimator(...), grid).fit(X, Y)`` chooses the
+    parameters by held-out scores on folds of X and Y, then refits on all of X and Y; the refit
+    certifies on its own random split, which the selection has also seen. The chosen parameters
+    therefore depend on the certifying data and the refit's ``lower_bound_`` does NOT keep its
+    nominal level 1 − beta in general (the search may pick the setting whose bound happens to be
+    high on these samples). To keep the level, choose the hyper-parameters on data disjoint from
+    the audited samples (e.g. a separate pilot run of the mechanism) and fit once with them; or
+    pay for the search with a union bound: certify every candidate at level beta / (number of
+    candidates) on the audited samples and report the largest bound.
 
     References
     ----------
@@ -178,6 +199,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
+        "pooled": ["boolean"],
     }
 
     def __init__(
@@ -207,6 +229,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         n_threads=1,
         random_state=None,
         verbose=0,
+        pooled=False,
     ):
         self.alpha = alpha
         self.beta = beta
@@ -232,6 +255,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         self.n_threads = n_threads
         self.random_state = random_state
         self.verbose = verbose
+        self.pooled = pooled
 
     # ------------------------------------------------------------------ checks
     def _check_params(self) -> None:

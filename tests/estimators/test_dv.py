@@ -433,3 +433,79 @@ def test_samples_beyond_float32_range_fit():
         huge = DVRenyiEstimator(**FAST).fit(X * factor, Y * factor)
         assert huge.divergence_ == pytest.approx(plain.divergence_, abs=1e-6)
         assert huge.lower_bound_ == pytest.approx(plain.lower_bound_, abs=1e-6)
+
+
+# ------------------------------------------------------------------ composition (Pipelines)
+
+
+def _same_law_pair(n=1000):
+    rng = np.random.default_rng(0)
+    return rng.normal(5.0, 2.0, (n, 1)), rng.normal(5.0, 2.0, (n, 1))
+
+
+def test_two_sample_fit_inside_a_transforming_pipeline_is_refused():
+    """Catches the bug where make_pipeline(StandardScaler(), DVRenyiEstimator()).fit(X, Y) on two
+    samples of N(5, 2²) certified a divergence of 2.65 (estimate 3.80): the Pipeline transforms
+    X but passes the second sample Y through raw, so the two samples stop being comparable."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, Y = _same_law_pair()
+    pipe = make_pipeline(StandardScaler(), DVRenyiEstimator(**FAST))
+    with pytest.raises(ValueError, match="pooled=True"):
+        pipe.fit(X, Y)
+    # A Pipeline of passthrough steps transforms nothing: the two-sample form stays usable.
+    make_pipeline("passthrough", DVRenyiEstimator(**FAST)).fit(X, Y)
+
+
+def test_pooled_form_in_a_pipeline_certifies_nothing_between_equal_laws():
+    """The pooled form (stacked samples plus a membership label) is what a Pipeline can
+    transform consistently: the same pair of N(5, 2²) samples gives a bound of 0."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, Y = _same_law_pair()
+    Z, member = np.concatenate([X, Y]), np.r_[np.ones(len(X)), np.zeros(len(Y))]
+    pipe = make_pipeline(StandardScaler(), DVRenyiEstimator(pooled=True, **FAST)).fit(Z, member)
+    est = pipe[-1]
+    assert est.lower_bound_ == 0.0 and abs(est.divergence_) < 0.2
+    assert np.isfinite(pipe.score(Z, member))
+
+
+def test_pooled_form_equals_the_two_sample_form_bit_for_bit():
+    X, Y, _ = _gaussian_pair(1.0, n=(500, 300))
+    two = DVRenyiEstimator(**FAST).fit(X, Y)
+    rng = np.random.default_rng(1)
+    member = rng.permutation(np.r_[np.ones(500, bool), np.zeros(300, bool)])
+    Z = np.empty(800)
+    Z[member], Z[~member] = X, Y  # interleaved rows; each sample keeps its own row order
+    pooled = DVRenyiEstimator(pooled=True, **FAST).fit(Z, member)
+    assert (pooled.divergence_, pooled.lower_bound_) == (two.divergence_, two.lower_bound_)
+    assert pooled.score(Z, member) == two.score(X, Y)
+
+
+def test_pooled_form_cross_validates_with_unequal_sample_sizes():
+    X, Y, _ = _gaussian_pair(1.0, n=(600, 300), seed=2)
+    Z, member = np.concatenate([X, Y]), np.r_[np.ones(600, int), np.zeros(300, int)]
+    grid = GridSearchCV(
+        DVRenyiEstimator(pooled=True, max_epochs=10, hidden_layer_sizes=(8,), random_state=0),
+        {"alpha": [1.5, 2.0]},
+        cv=3,
+    ).fit(Z, member)
+    assert np.all(np.isfinite(grid.cv_results_["mean_test_score"]))
+    assert grid.best_estimator_.directions_["forward"].n_train[0] > 0
+
+
+@pytest.mark.parametrize(
+    "member, match",
+    [
+        (np.r_[np.ones(50), np.full(50, 2.0)], "0 and 1"),
+        (np.ones(100), "both"),
+        (np.ones(99), "length"),
+        (None, "membership"),
+    ],
+)
+def test_pooled_form_checks_the_membership_label(member, match):
+    Z = np.random.default_rng(0).normal(size=100)
+    with pytest.raises(ValueError, match=match):
+        DVRenyiEstimator(pooled=True, **FAST).fit(Z, member)
