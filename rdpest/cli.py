@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -41,32 +42,41 @@ def _estimator(args):
 
 
 def load_samples(path: str) -> np.ndarray:
-    """Read a sample from .npy, .npz (first array), .csv or .txt (whitespace separated)."""
+    """Read a sample from .npy, .npz (first array), .csv or .txt (whitespace separated).
+
+    The result is a float64 array of shape (n,) or (n, d); anything else (an empty or 0-d file,
+    a structured or complex array, a directory) is a ValueError naming the file.
+    """
     file = Path(path)
+    if file.is_dir():
+        raise ValueError(f"{path} is a directory, not a file of samples")
     if not file.is_file():
         raise ValueError(f"no such file: {path}")
     suffix = file.suffix.lower()
+    if suffix not in (".npy", ".npz", ".csv", ".txt"):
+        raise ValueError(f"unsupported format {suffix!r} for {path}: use .npy, .npz, .csv, .txt")
     try:
         if suffix == ".npy":
             data = np.load(file, allow_pickle=False)
         elif suffix == ".npz":
             with np.load(file, allow_pickle=False) as archive:
                 if not archive.files:
-                    raise ValueError(f"{path} holds no arrays")
+                    raise ValueError("it holds no arrays")
                 data = archive[archive.files[0]]
-        elif suffix == ".csv":
-            data = np.loadtxt(file, delimiter=",", ndmin=1)
-        elif suffix == ".txt":
-            data = np.loadtxt(file, ndmin=1)
         else:
-            raise ValueError(
-                f"unsupported format {suffix!r} for {path}: use .npy, .npz, .csv, .txt"
-            )
-    except (OSError, ValueError) as exc:
-        if "unsupported format" in str(exc) or "holds no arrays" in str(exc):
-            raise
-        raise ValueError(f"cannot read {path}: {exc}") from None
-    return np.asarray(data, dtype=np.float64)
+            data = np.loadtxt(file, delimiter="," if suffix == ".csv" else None, ndmin=1)
+    except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc or type(exc).__name__}") from None
+    data = np.asarray(data)
+    if data.dtype.names is not None or data.dtype.kind not in "biuf":
+        raise ValueError(
+            f"{path} holds a {data.dtype} array; samples must be real numbers (integer or float)"
+        )
+    if data.ndim not in (1, 2) or data.shape[0] == 0:
+        raise ValueError(
+            f"{path} must hold a non-empty array of shape (n,) or (n, d), got shape {data.shape}"
+        )
+    return data.astype(np.float64)
 
 
 def _report(est, truth: float | None = None) -> dict:
@@ -118,8 +128,39 @@ def _cmd_estimate(args) -> int:
     return 0
 
 
+# The files an audit writes into --out, besides the run store's own.
+_AUDIT_OUTPUTS = ("result.json", "O.npy", "O_prime.npy", "audit.png")
+# Seconds an idle joblib worker of `rdpest audit` lives (loky's default is 300 s). Workers also
+# end with the audit's process on Linux (rdpest.utils.processes.end_with_parent), which covers
+# SIGKILL, the one signal no handler sees; Ctrl-C shuts them down explicitly.
+IDLE_WORKER_SECONDS = 10
+
+
+def _check_out_dir(out: Path) -> None:
+    """Fail before any training if the audit could not write its results under ``out``."""
+    for parent in [out, *out.parents]:
+        if parent.exists() and not parent.is_dir():
+            raise ValueError(f"--out {out}: {parent} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".rdpest-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(
+            f"--out {out} is not a writable directory: {exc.strerror or exc}"
+        ) from None
+    for name in _AUDIT_OUTPUTS:
+        target = out / name
+        if target.exists() and not target.is_file():
+            raise ValueError(f"--out {out}: {target} exists and is not a file")
+
+
 def _cmd_audit(args) -> int:
+    from joblib import parallel_config
+
     from rdpest.auditing import DPSGDAuditor
+    from rdpest.utils.processes import end_with_parent
 
     out = Path(args.out)
     if (args.claimed_epsilon is None) == (args.noise_multiplier is None):
@@ -127,13 +168,14 @@ def _cmd_audit(args) -> int:
             args.claimed_epsilon = 1.0  # the default claim when neither is given
         else:
             raise ValueError("give only one of --claimed-epsilon and --noise-multiplier")
+    _check_out_dir(out)
     print(
         f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.steps} full-batch steps) "
         f"on scikit-learn's digits: {args.runs} runs with and {args.runs} without the canary; "
         f"finished runs are kept in {out} (re-running resumes).",
         file=sys.stderr,
     )
-    result = DPSGDAuditor(
+    audit = DPSGDAuditor(
         alpha=args.alpha,
         noise_multiplier=args.noise_multiplier,
         claimed_epsilon=args.claimed_epsilon,
@@ -146,7 +188,17 @@ def _cmd_audit(args) -> int:
         device=args.device,
         store=out,
         random_state=args.seed,
-    ).run()
+    )
+    try:
+        with parallel_config(
+            backend="loky",
+            idle_worker_timeout=IDLE_WORKER_SECONDS,
+            initializer=end_with_parent,
+        ):
+            result = audit.run()
+    except KeyboardInterrupt:
+        _stop_workers()
+        raise
     np.save(out / "O.npy", result.losses_without_canary)
     np.save(out / "O_prime.npy", result.losses_with_canary)
     try:
@@ -161,6 +213,13 @@ def _cmd_audit(args) -> int:
         print(f"result: {out / 'result.json'}; samples: {out / 'O.npy'}, {out / 'O_prime.npy'}")
         print(figure)
     return 0
+
+
+def _stop_workers() -> None:
+    """Shut down joblib's worker processes at once (an interrupted audit leaves none behind)."""
+    from joblib.externals.loky import get_reusable_executor
+
+    get_reusable_executor().shutdown(wait=False, kill_workers=True)
 
 
 def _cmd_bench(args) -> int:
@@ -189,14 +248,28 @@ def _benchmark_harness():
     return module
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rdpest", description="Estimate Rényi divergences and audit Rényi DP claims."
     )
+    parser.add_argument(
+        "--traceback", action="store_true", help="show the full traceback of an error"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     audit = sub.add_parser("audit", help="audit Opacus DP-SGD on the embedded digits data")
-    audit.add_argument("--runs", type=int, default=500, help="runs per arm (default 500)")
+    audit.add_argument("--runs", type=_positive_int, default=500, help="runs per arm (default 500)")
     audit.add_argument("--alpha", type=float, default=2.0)
     audit.add_argument("--beta", type=float, default=0.05)
     claim = audit.add_mutually_exclusive_group()
@@ -204,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--claimed-epsilon", type=float, default=None, help="claimed ε_α (default 1)"
     )
     claim.add_argument("--noise-multiplier", type=float, default=None, help="DP-SGD's sigma")
-    audit.add_argument("--steps", type=int, default=100, help="DP-SGD steps (full batch)")
+    audit.add_argument("--steps", type=_positive_int, default=100, help="DP-SGD steps (full batch)")
     audit.add_argument("--model", default="lr", choices=["lr", "mlp", "cnn"])
     audit.add_argument("--canary", default="blank", choices=["blank", "clipbkd"])
     audit.add_argument("--out", default="rdpest-audit", help="directory for runs and results")
@@ -216,14 +289,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="run the known-divergence benchmark")
     bench.add_argument("--quick", action="store_true", help="two cells, 5 repetitions")
-    bench.add_argument("--repetitions", type=int, default=None)
+    bench.add_argument(
+        "--repetitions", type=_positive_int, default=None, help="repetitions per cell"
+    )
     bench.add_argument("--out", default="rdpest-bench", help="directory for the results")
     bench.set_defaults(func=_cmd_bench)
 
     quick = sub.add_parser("quickstart", help="estimate D_alpha of generated Gaussian samples")
     quick.add_argument("--alpha", type=float, default=2.0)
     quick.add_argument("--divergence", type=float, default=1.0, help="true D_alpha to generate")
-    quick.add_argument("--n", type=int, default=2000, help="samples per side")
+    quick.add_argument("--n", type=_positive_int, default=2000, help="samples per side")
     quick.add_argument("--seed", type=int, default=0)
     quick.add_argument("--json", action="store_true", help="machine-readable output")
     quick.set_defaults(func=_cmd_quickstart)
@@ -248,13 +323,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``rdpest`` console script."""
+    """Entry point of the ``rdpest`` console script.
+
+    Exit status: 0 success; 1 an error, reported on one line ``rdpest <command>: error: ...``
+    (``--traceback`` shows the full traceback instead); 2 a usage error (argparse); 130 when
+    interrupted with Ctrl-C.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as exc:
-        print(f"rdpest {args.command}: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"rdpest {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # every failure ends in one line, unless --traceback asks
+        if args.traceback:
+            raise
+        if isinstance(exc, ValueError):
+            message = str(exc)
+        elif isinstance(exc, OSError) and exc.filename is not None:
+            message = f"{exc.filename}: {exc.strerror or exc}"
+        else:
+            message = f"{type(exc).__name__}: {exc}"
+        print(f"rdpest {args.command}: error: {message}", file=sys.stderr)
         return 1
 
 

@@ -106,3 +106,30 @@ def test_cuda_audit_runs():
     options["estimators"] = {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=5)}
     result = DPSGDAuditor(**options).run()
     assert np.all(np.isfinite(result.losses_with_canary))
+
+
+def test_pretrain_epochs_is_named_in_its_error(monkeypatch):
+    """Bug: DPSGDAuditor(pretrain_epochs=-1) failed naming `epochs` (pretrain's argument)."""
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started before validation finished")
+
+    monkeypatch.setattr(dpsgd_module, "pretrain", no_training)
+    with pytest.raises(ValueError, match="pretrain_epochs"):
+        DPSGDAuditor(noise_multiplier=1.0, pretrain_epochs=-1, **QUICK).build()
+
+
+def test_a_dpsgd_run_identifies_itself_for_a_store(tmp_path):
+    """A DPSGDRun used directly in an Auditor (no config) gets a store identity from describe():
+    the same run resumes its store, one with other settings is refused."""
+    from rdpest.auditing import Auditor
+
+    score_fn, claimed, _ = DPSGDAuditor(noise_multiplier=2.0, **{**QUICK, "steps": 2}).build()
+    estimators = {"dv": DVRenyiEstimator(alpha=2.0, direction="max", max_epochs=5)}
+    options = {"n_runs": 10, "progress": False, "estimators": estimators, "store": tmp_path}
+    first = Auditor(score_fn, claimed, **options).run()
+    again = Auditor(score_fn, claimed, **options).run()
+    np.testing.assert_array_equal(first.losses_with_canary, again.losses_with_canary)
+    other, _, _ = DPSGDAuditor(noise_multiplier=3.0, **{**QUICK, "steps": 2}).build()
+    with pytest.raises(ValueError, match="different audit configuration"):
+        Auditor(other, claimed, **options).run()

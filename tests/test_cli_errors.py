@@ -1,0 +1,165 @@
+"""Every failure of the command line ends in one line naming the file or option, never a traceback.
+
+Exit status 1 for an error, 2 for a usage error, 130 for Ctrl-C; the paths an audit writes are
+checked before any training. Each case printed a raw traceback (some only after all the training)
+before these checks.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from rdpest.auditing.dpsgd import auditor as dpsgd_auditor
+from rdpest.cli import main
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Fail the test if an audit starts pretraining or training."""
+
+    def fail(*args, **kwargs):
+        raise AssertionError("training started before the paths were checked")
+
+    monkeypatch.setattr(dpsgd_auditor, "pretrain", fail)
+    monkeypatch.setattr(dpsgd_auditor.DPSGDAuditor, "run", fail)
+
+
+def _one_error_line(capsys, command: str, *needles: str) -> str:
+    """The error is the last line of stderr, the only one of its kind, with no traceback."""
+    err = capsys.readouterr().err.strip().splitlines()
+    errors = [line for line in err if line.startswith(f"rdpest {command}: error: ")]
+    assert errors == err[-1:] and "Traceback" not in "\n".join(err), err
+    for needle in needles:
+        assert needle in err[-1], err[-1]
+    return err[-1]
+
+
+def _samples(tmp_path):
+    good = tmp_path / "q.npy"
+    np.save(good, np.random.default_rng(0).normal(size=50))
+    return good
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (lambda p: p.write_bytes(b""), "cannot read"),
+        (lambda p: np.save(p, np.float64(1.0)), "shape ()"),
+        (lambda p: np.save(p, np.zeros(3, dtype=[("a", float), ("b", float)])), "real numbers"),
+        (lambda p: np.save(p, np.ones(3, dtype=complex)), "real numbers"),
+        (lambda p: np.save(p, np.zeros((0,))), "non-empty"),
+        (lambda p: p.mkdir(), "is a directory"),
+    ],
+    ids=["zero-bytes", "zero-d", "structured", "complex", "empty", "directory"],
+)
+def test_estimate_reports_a_bad_sample_file_in_one_line(tmp_path, capsys, make, needle):
+    bad = tmp_path / "p.npy"
+    make(bad)
+    assert main(["estimate", str(bad), str(_samples(tmp_path))]) == 1
+    _one_error_line(capsys, "estimate", str(bad), needle)
+
+
+def _audit_argv(out) -> list[str]:
+    return ["audit", "--runs", "12", "--steps", "2", "--n-jobs", "1", "--out", str(out)]
+
+
+@pytest.mark.parametrize(
+    "layout",
+    ["out-is-file", "out-under-file", "result-is-dir", "samples-are-dir", "unwritable"],
+)
+def test_audit_checks_its_paths_before_any_training(tmp_path, capsys, no_training, layout):
+    out = tmp_path / "out"
+    if layout == "out-is-file":
+        out.write_text("x")
+        needle = "is not a directory"
+    elif layout == "out-under-file":
+        (tmp_path / "file").write_text("x")
+        out = tmp_path / "file" / "out"
+        needle = "is not a directory"
+    elif layout == "result-is-dir":
+        (out / "result.json").mkdir(parents=True)
+        needle = "result.json exists and is not a file"
+    elif layout == "samples-are-dir":
+        (out / "O.npy").mkdir(parents=True)
+        needle = "O.npy exists and is not a file"
+    else:  # /proc refuses new directories even to root
+        out = "/proc/rdpest-cannot-write-here"
+        needle = "not a writable directory"
+    assert main(_audit_argv(out)) == 1
+    _one_error_line(capsys, "audit", needle)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x"])
+def test_bench_repetitions_must_be_a_positive_integer(capsys, value):
+    """Bug: --repetitions 0 silently ran the default and -1 crashed."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", "--repetitions", value])
+    assert exit_info.value.code == 2
+    assert "--repetitions" in capsys.readouterr().err
+
+
+def test_ctrl_c_exits_130_with_one_line(tmp_path, capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dpsgd_auditor.DPSGDAuditor, "run", interrupted)
+    assert main(_audit_argv(tmp_path / "out")) == 130
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "rdpest audit: interrupted"
+
+
+def test_unexpected_errors_are_one_line_unless_traceback_is_asked(tmp_path, capsys, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("something inside broke")
+
+    monkeypatch.setattr(dpsgd_auditor.DPSGDAuditor, "run", broken)
+    assert main(_audit_argv(tmp_path / "out")) == 1
+    _one_error_line(capsys, "audit", "RuntimeError: something inside broke")
+    with pytest.raises(RuntimeError):
+        main(["--traceback", *_audit_argv(tmp_path / "out")])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux's PR_SET_PDEATHSIG")
+def test_a_killed_audit_leaves_no_workers_behind(tmp_path):
+    """Bug: after SIGKILL of `rdpest audit --n-jobs 2`, idle loky workers lived on for over 90 s
+    (blocked on a pipe). Workers now end with their parent; then the audit resumes."""
+    import psutil
+
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "rdpest", "audit", "--runs", "400", "--n-jobs", "2"]
+    audit = subprocess.Popen(
+        [*argv, "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        parent = psutil.Process(audit.pid)
+        deadline = time.monotonic() + 240
+        workers: list = []
+        while time.monotonic() < deadline and audit.poll() is None:
+            workers = [
+                p for p in parent.children(recursive=True) if "loky" in " ".join(p.cmdline())
+            ]
+            if len(workers) >= 2 and (out / "runs.jsonl").exists():
+                break
+            time.sleep(0.5)
+        assert len(workers) >= 2, "the audit never started its workers"
+        os.kill(audit.pid, signal.SIGKILL)
+        audit.wait()
+        _, alive = psutil.wait_procs(workers, timeout=30)
+        assert not alive, f"workers outlived the killed audit: {[p.pid for p in alive]}"
+    finally:
+        if audit.poll() is None:
+            audit.kill()
+    resumed = subprocess.run(
+        [*argv, "--out", str(out)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
