@@ -62,6 +62,7 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         "alpha": [Interval(Real, 1, None, closed="neither")],
         "beta": [Interval(Real, 0, 1, closed="neither")],
         "direction": [StrOptions(set(DIRECTIONS))],
+        "pooled": ["boolean"],
     }
 
     # ------------------------------------------------------------------ subclass interface

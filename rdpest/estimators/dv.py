@@ -199,7 +199,6 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state", np.random.Generator],
         "verbose": ["verbose"],
-        "pooled": ["boolean"],
     }
 
     def __init__(

@@ -298,6 +298,11 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         Part of each sample that certifies when ``log_ratio`` is None (ignored otherwise).
     random_state : int, RandomState, Generator or None, default=None
         Seeds the split when ``log_ratio`` is None.
+    pooled : bool, default=False
+        False: ``fit(X, Y)``, X ~ P and Y ~ Q. True: the pooled form ``fit(Z, membership)``, the
+        two samples stacked in Z and ``membership[i]`` 1 for a row from P, 0 for one from Q
+        (same results; usable in a Pipeline and in stratified cross-validation), see
+        :class:`rdpest.DVRenyiEstimator`.
 
     Attributes
     ----------
@@ -357,6 +362,7 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         sample="both",
         test_fraction=0.5,
         random_state=None,
+        pooled=False,
     ):
         self.alpha = alpha
         self.beta = beta
@@ -365,6 +371,7 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         self.sample = sample
         self.test_fraction = test_fraction
         self.random_state = random_state
+        self.pooled = pooled
 
     def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
         ratio, P_cert, Q_cert, split = self._directed_loss(P, Q, seed, direction)
@@ -465,6 +472,11 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         Part of each sample that certifies when ``log_ratio`` is None (ignored otherwise).
     random_state : int, RandomState, Generator or None, default=None
         Seeds the split when ``log_ratio`` is None.
+    pooled : bool, default=False
+        False: ``fit(X, Y)``, X ~ P and Y ~ Q. True: the pooled form ``fit(Z, membership)``, the
+        two samples stacked in Z and ``membership[i]`` 1 for a row from P, 0 for one from Q
+        (same results; usable in a Pipeline and in stratified cross-validation), see
+        :class:`rdpest.DVRenyiEstimator`.
 
     Attributes
     ----------
@@ -526,6 +538,7 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         log_ratio=None,
         test_fraction=0.5,
         random_state=None,
+        pooled=False,
     ):
         self.alpha = alpha
         self.beta = beta
@@ -534,6 +547,7 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         self.log_ratio = log_ratio
         self.test_fraction = test_fraction
         self.random_state = random_state
+        self.pooled = pooled
 
     def _finish_fit(self) -> None:
         self.upper_bound_ = float(max(r.upper_bound for r in self.directions_.values()))

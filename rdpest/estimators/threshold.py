@@ -131,6 +131,11 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         δ of the (ε, δ) step of ``conversion="gdp"`` (also used for ``epsilon_``/``mu_``).
     random_state : int, RandomState, Generator or None, default=None
         Seeds the split.
+    pooled : bool, default=False
+        False: ``fit(X, Y)``, X ~ P and Y ~ Q. True: the pooled form ``fit(Z, membership)``, the
+        two samples stacked in Z and ``membership[i]`` 1 for a row from P, 0 for one from Q
+        (same results; usable in a Pipeline and in stratified cross-validation), see
+        :class:`rdpest.DVRenyiEstimator`.
 
     Attributes
     ----------
@@ -205,6 +210,7 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         test_fraction=0.5,
         delta=1e-5,
         random_state=None,
+        pooled=False,
     ):
         self.alpha = alpha
         self.beta = beta
@@ -215,6 +221,7 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         self.test_fraction = test_fraction
         self.delta = delta
         self.random_state = random_state
+        self.pooled = pooled
 
     # ------------------------------------------------------------------ checks
     def min_samples_per_side(self) -> int:

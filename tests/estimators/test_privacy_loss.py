@@ -540,3 +540,27 @@ def test_a_fitted_estimator_as_log_ratio_survives_clone(cls):
     # The clone's ratio is a fitted copy, not the caller's object.
     assert clone(est).log_ratio is not dv
     assert clone(est).get_params()["log_ratio"].lower_bound_ == dv.lower_bound_
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: MarkovRenyiBound(log_ratio=gaussian_shift_loss),
+        lambda: HoeffdingRenyiBound(privacy_loss_bound=50.0, random_state=0),
+        lambda: BernoulliTPRFPRBaseline(random_state=0),
+    ],
+)
+def test_every_estimator_refuses_a_transforming_pipeline_and_offers_the_pooled_form(make):
+    """Catches the bug where a Pipeline transformed X but not the second sample Y, so that two
+    samples of one law looked far apart; the pooled form gives the two-sample results."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(5.0, 2.0, (400, 1)), rng.normal(5.0, 2.0, (300, 1))
+    with pytest.raises(ValueError, match="pooled=True"):
+        make_pipeline(StandardScaler(), make()).fit(X, Y)
+    Z, member = np.concatenate([X, Y]), np.r_[np.ones(400), np.zeros(300)]
+    pooled = make().set_params(pooled=True).fit(Z, member)
+    two = make().fit(X, Y)
+    assert (pooled.divergence_, pooled.lower_bound_) == (two.divergence_, two.lower_bound_)
