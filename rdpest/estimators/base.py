@@ -126,12 +126,46 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
             )
         return X, Y
 
+    def _check_feature_names(self, X, Y, *, reset: bool) -> None:
+        """Samples with named columns (DataFrames) are paired by name, never by position alone.
+
+        Two samples whose columns carry the same names in another order would otherwise be
+        compared column by column, feature a against feature b. Records ``feature_names_in_`` at
+        fit; ``score`` checks its samples against it, as scikit-learn's estimators do.
+        """
+        names = {"X": _column_names(X), "Y": _column_names(Y)}
+        both = [n for n in names.values() if n is not None]
+        if len(both) == 2 and both[0] != both[1]:
+            if sorted(both[0]) == sorted(both[1]):
+                raise ValueError(
+                    "X and Y have the same columns in a different order: reorder Y as X "
+                    f"(Y[list(X.columns)]) so that each feature is compared with itself; X: "
+                    f"{both[0][:6]}, Y: {both[1][:6]}"
+                )
+            raise ValueError(
+                f"X and Y have different column names: X {both[0][:6]}, Y {both[1][:6]}"
+            )
+        found = both[0] if both else None
+        if reset:
+            if found is None:
+                self.__dict__.pop("feature_names_in_", None)
+            else:
+                self.feature_names_in_ = np.asarray(found, dtype=object)
+            return
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and found is not None and list(fitted) != found:
+            raise ValueError(
+                f"the samples' column names {found[:6]} are not the ones {type(self).__name__} "
+                f"was fitted with, {list(fitted)[:6]}"
+            )
+
     def _validate_samples(self, X, Y, *, reset: bool) -> tuple[np.ndarray, np.ndarray]:
         if Y is None:
             raise ValueError(
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "
                 "fit(X, Y) needs two samples, X ~ P and Y ~ Q"
             )
+        self._check_feature_names(X, Y, reset=reset)
         arrays = []
         for data, name in ((X, "X"), (Y, "Y")):
             try:
@@ -294,3 +328,12 @@ def _in_transforming_pipeline(estimator) -> bool:
             return any(step not in (None, "passthrough") for _, step in owner.steps[:-1])
         frame = frame.f_back
     return False
+
+
+def _column_names(data) -> list[str] | None:
+    """The column names of a DataFrame-like sample (all strings), else None."""
+    columns = getattr(data, "columns", None)
+    if columns is None:
+        return None
+    names = list(columns)
+    return names if names and all(isinstance(n, str) for n in names) else None

@@ -73,10 +73,16 @@ def _call_on_samples(func, A: np.ndarray, name: str, what: str = "log_ratio") ->
     error: Exception | None = None
     for arg in attempts:
         try:
-            out = np.asarray(func(arg), dtype=np.float64)
+            raw = np.asarray(func(arg))
         except Exception as exc:  # a 1-D function may fail on 2-D input in any way
             failure, error = f"raised {type(exc).__name__}: {exc}", exc
             continue
+        if raw.dtype.kind not in "biuf":
+            # Casting would silently drop an imaginary part or parse strings.
+            raise ValueError(
+                f"{what} must return real numbers on the samples of {name}, got dtype {raw.dtype}"
+            )
+        out = raw.astype(np.float64)
         if out.shape == (n,) or (d == 1 and out.shape == (n, 1)):
             out = out.reshape(n)
             if np.isnan(out).any():

@@ -564,3 +564,16 @@ def test_every_estimator_refuses_a_transforming_pipeline_and_offers_the_pooled_f
     pooled = make().set_params(pooled=True).fit(Z, member)
     two = make().fit(X, Y)
     assert (pooled.divergence_, pooled.lower_bound_) == (two.divergence_, two.lower_bound_)
+
+
+@pytest.mark.parametrize("dtype", [complex, object, str])
+def test_a_log_ratio_returning_non_real_values_is_refused(dtype):
+    """Bug: a log_ratio returning complex values was cast to real (the imaginary part silently
+    dropped)."""
+    X, Y, _ = make_renyi_pair("gaussian_shift", 2.0, 0.5, 200, random_state=0)
+
+    def log_ratio(A):
+        return np.asarray(A, dtype=float).reshape(len(A)).astype(dtype)
+
+    with pytest.raises(ValueError, match="real numbers"):
+        MarkovRenyiBound(log_ratio=log_ratio).fit(X, Y)
