@@ -43,10 +43,12 @@ from rdpest.stats.divergences import (
 )
 from rdpest.utils.validation import (
     check_alpha,
+    check_option,
     check_positive,
     check_probability,
     check_random_generator,
     check_real,
+    finite_result,
 )
 
 __all__ = ["FAMILIES", "family_parameters", "log_likelihood_ratio", "make_renyi_pair"]
@@ -99,9 +101,7 @@ _MAX_LOCATION = 2.0**32
 
 
 def _check_family(family) -> str:
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {', '.join(FAMILIES)}; got {family!r}")
-    return family
+    return check_option(family, FAMILIES, "family")
 
 
 def _check_options(family: str, params: dict) -> dict:
@@ -340,6 +340,7 @@ def _solve(family, alpha, divergence, params) -> tuple[dict, float]:
 # ---------------------------------------------------------------------------------------------
 
 
+@finite_result()
 def family_parameters(family: str, alpha: float, divergence: float, **params) -> dict:
     """Parameters of a benchmark family solved so that D_α(P‖Q) equals ``divergence``.
 
@@ -384,6 +385,7 @@ def family_parameters(family: str, alpha: float, divergence: float, **params) ->
     return solved
 
 
+@finite_result()
 def make_renyi_pair(
     family: str,
     alpha: float,

@@ -26,7 +26,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from rdpest.estimators.results import DirectionResult
-from rdpest.utils.validation import seed_from_random_state
+from rdpest.utils.validation import MAX_ALPHA, MIN_BETA, seed_from_random_state
 
 __all__ = ["DirectionResult", "RenyiEstimatorBase"]
 
@@ -59,8 +59,8 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
     """
 
     _parameter_constraints: dict = {
-        "alpha": [Interval(Real, 1, None, closed="neither")],
-        "beta": [Interval(Real, 0, 1, closed="neither")],
+        "alpha": [Interval(Real, 1, MAX_ALPHA, closed="right")],
+        "beta": [Interval(Real, MIN_BETA, 1, closed="left")],
         "direction": [StrOptions(set(DIRECTIONS))],
         "pooled": ["boolean"],
     }
@@ -178,7 +178,7 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
                     input_name=name,
                     ensure_min_samples=1,
                 )
-            except ValueError as exc:
+            except (ValueError, TypeError) as exc:
                 raise ValueError(
                     f"{name} (the sample from {'P' if name == 'X' else 'Q'}): {exc}"
                 ) from None

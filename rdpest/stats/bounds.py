@@ -29,7 +29,15 @@ import math
 import numpy as np
 from scipy import stats
 
-from rdpest.utils.validation import check_beta, check_counts, check_finite_array, check_real
+from rdpest.utils.validation import (
+    check_beta,
+    check_counts,
+    check_finite_array,
+    check_levels,
+    check_option,
+    check_real,
+    finite_result,
+)
 
 __all__ = [
     "MEAN_BOUND_METHODS",
@@ -121,6 +129,7 @@ def _betting_lower(
     return lower + (upper - lower) * float(bound)
 
 
+@finite_result()
 def hoeffding_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0) -> float:
     """Hoeffding lower confidence bound for the mean of i.i.d. variables in [lower, upper].
 
@@ -134,6 +143,7 @@ def hoeffding_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0
     return _hoeffding_lower(*_checked(x, beta, lower, upper))
 
 
+@finite_result()
 def bernstein_lower_bound(x, beta: float, lower: float = 0.0, upper: float = 1.0) -> float:
     """Empirical Bernstein lower confidence bound (Maurer & Pontil 2009, Thm 4).
 
@@ -177,6 +187,7 @@ def _predictable_bets(u: np.ndarray, beta: float) -> np.ndarray:
     return np.sqrt(2.0 * math.log(1.0 / beta) / (n * previous_var))
 
 
+@finite_result()
 def betting_lower_bound(
     x, beta: float, lower: float = 0.0, upper: float = 1.0, random_state: int | None = None
 ) -> float:
@@ -230,16 +241,11 @@ _LOWER_BOUNDS = {
 
 
 def _check_method(method) -> str:
-    if not isinstance(method, str) or method not in _LOWER_BOUNDS:
-        raise ValueError(f"method must be one of {MEAN_BOUND_METHODS}, got {method!r}")
-    return method
+    return check_option(method, MEAN_BOUND_METHODS, "method")
 
 
 def _check_levels(levels) -> np.ndarray:
-    levels = np.asarray(levels, dtype=float).reshape(-1)
-    if levels.size == 0 or not np.all((levels > 0.0) & (levels < 1.0)):
-        raise ValueError(f"levels must lie in (0, 1), got {levels!r}")
-    return levels
+    return check_levels(levels)
 
 
 def _mean_lower(x: np.ndarray, beta: float, lower: float, upper: float, method: str) -> float:
@@ -268,6 +274,7 @@ def _mean_uppers(
     return lower + upper - reflected
 
 
+@finite_result()
 def mean_lower_bound(
     x, beta: float, lower: float = 0.0, upper: float = 1.0, method: str = "betting"
 ) -> float:
@@ -285,6 +292,7 @@ def mean_lower_bound(
     return _mean_lower(*_checked(x, beta, lower, upper), method)
 
 
+@finite_result()
 def mean_upper_bound(
     x, beta: float, lower: float = 0.0, upper: float = 1.0, method: str = "betting"
 ) -> float:
@@ -299,6 +307,7 @@ def mean_upper_bound(
     return _mean_upper(*_checked(x, beta, lower, upper), method)
 
 
+@finite_result()
 def mean_lower_bounds(
     x,
     levels,
@@ -345,11 +354,12 @@ def mean_lower_bounds(
     levels = _check_levels(levels)
     method = _check_method(method)
     if method == "betting":
-        design_level = check_beta(design_level)
+        design_level = check_beta(design_level, "design_level")
     x, lower, upper = _check_sample(x, lower, upper)
     return _mean_lowers(x, levels, lower, upper, method, design_level)
 
 
+@finite_result()
 def mean_upper_bounds(
     x,
     levels,
@@ -370,7 +380,7 @@ def mean_upper_bounds(
     levels = _check_levels(levels)
     method = _check_method(method)
     if method == "betting":
-        design_level = check_beta(design_level)
+        design_level = check_beta(design_level, "design_level")
     x, lower, upper = _check_sample(x, lower, upper)
     return _mean_uppers(x, levels, lower, upper, method, design_level)
 
@@ -397,6 +407,7 @@ def _clopper_pearson(successes, trials: int, levels, side: str) -> np.ndarray:
     return out
 
 
+@finite_result()
 def clopper_pearson_lower_bound(successes: int, trials: int, beta: float) -> float:
     """Exact one-sided (1 - beta) lower bound on a binomial proportion (Clopper & Pearson 1934).
 
@@ -412,6 +423,7 @@ def clopper_pearson_lower_bound(successes: int, trials: int, beta: float) -> flo
     return float(_clopper_pearson(k, n, beta, "lower"))
 
 
+@finite_result()
 def clopper_pearson_upper_bound(successes: int, trials: int, beta: float) -> float:
     """Exact one-sided (1 - beta) upper bound on a binomial proportion (Clopper & Pearson 1934).
 
@@ -427,6 +439,7 @@ def clopper_pearson_upper_bound(successes: int, trials: int, beta: float) -> flo
     return float(_clopper_pearson(k, n, beta, "upper"))
 
 
+@finite_result()
 def markov_lower_bound(x, beta: float) -> float:
     """Markov lower confidence bound for the mean of nonnegative i.i.d. variables: ``beta * mean``.
 

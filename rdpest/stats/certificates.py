@@ -53,7 +53,15 @@ from rdpest.stats.threshold_tests import (
     certified_threshold_bound,
     select_threshold,
 )
-from rdpest.utils.validation import check_alpha, check_beta, check_finite_array
+from rdpest.utils.validation import (
+    check_alpha,
+    check_beta,
+    check_finite_array,
+    check_option,
+    check_pair,
+    check_real,
+    finite_result,
+)
 
 # The shared pieces (regions, the record) and the threshold certificate are re-exported: this
 # module is where a fixed critic is certified, whichever certificate does it.
@@ -86,11 +94,10 @@ CERTIFICATE_KINDS = ("auto", "bracket", "threshold")
 
 
 def _check_method(method) -> str:
-    if not isinstance(method, str) or method not in MEAN_BOUND_METHODS:
-        raise ValueError(f"method must be one of {MEAN_BOUND_METHODS}, got {method!r}")
-    return method
+    return check_option(method, MEAN_BOUND_METHODS, "method")
 
 
+@finite_result()
 def dv_bracket(g_p, g_q, alpha: float) -> float:
     """Plug-in value of the variational bracket, computed stably in log space.
 
@@ -124,6 +131,7 @@ def _dv_bracket(g_p: np.ndarray, g_q: np.ndarray, alpha: float) -> float:
     return alpha / (alpha - 1.0) * log_mean_exp((alpha - 1.0) * g_p) - log_mean_exp(alpha * g_q)
 
 
+@finite_result()
 def certified_dv_bracket(
     g_p,
     g_q,
@@ -151,8 +159,9 @@ def certified_dv_bracket(
     beta = check_beta(beta)
     g_p = check_finite_array(g_p, "g_p")
     g_q = check_finite_array(g_q, "g_q")
-    lo, hi = float(window[0]), float(window[1])
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi < lo:
+    lo, hi = check_pair(window, "window")
+    lo, hi = check_real(lo, "window's lo"), check_real(hi, "window's hi")
+    if hi < lo:
         raise ValueError(f"window must be a finite (lo, hi) with lo <= hi, got {window!r}")
     _check_method(method)
     _check_region(region)
@@ -207,6 +216,7 @@ def _certified_dv_bracket(
     return Certificate(bound, (lo, hi), a_lower, b_upper)
 
 
+@finite_result()
 def select_window(
     g_p, g_q, alpha: float, beta: float, method: str = "betting", random_state: int = 0
 ) -> tuple[float, float]:
@@ -265,6 +275,7 @@ def _best_window(
     return best_window, best
 
 
+@finite_result()
 def certify_critic(
     g_p_train,
     g_q_train,
@@ -297,8 +308,7 @@ def certify_critic(
     >>> 0.0 < cert.lower_bound < 1.0
     True
     """
-    if kind not in CERTIFICATE_KINDS:
-        raise ValueError(f"kind must be one of {CERTIFICATE_KINDS}, got {kind!r}")
+    check_option(kind, CERTIFICATE_KINDS, "kind")
     _check_region(region)
     if kind != "threshold":
         _check_method(method)

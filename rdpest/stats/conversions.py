@@ -42,12 +42,15 @@ from rdpest.stats.gdp import (
     gdp_to_rdp,
 )
 from rdpest.utils.validation import (
+    MAX_ALPHA,
     check_alpha,
-    check_beta,
     check_finite_array,
+    check_open_unit,
+    check_option,
     check_positive,
     check_sample_rate,
     check_steps,
+    finite_result,
 )
 
 # The μ-GDP conversions live in rdpest.stats.gdp; this module is the one place users import every
@@ -92,6 +95,7 @@ def _as_scalar_or_array(x):
 # --------------------------------------------------------------------------------------------
 
 
+@finite_result()
 def rdp_of_gaussian_mechanism(alpha: float, sensitivity: float, noise_std: float) -> float:
     """Rényi DP of the Gaussian mechanism: ``alpha * sensitivity**2 / (2 * noise_std**2)``.
 
@@ -166,6 +170,11 @@ def _rdp_curve(epsilon_alpha, alpha) -> tuple[np.ndarray, np.ndarray]:
     """Validate matching scalars or 1-D arrays of RDP values and orders."""
     epsilon_alpha = _as_scalar_or_array(epsilon_alpha)
     alpha = _as_scalar_or_array(alpha)
+    for value, name in ((epsilon_alpha, "epsilon_alpha"), (alpha, "alpha")):
+        try:
+            np.ndim(value)
+        except ValueError:  # ragged nested sequences
+            raise ValueError(f"{name} must be a number or a 1-D array, got {value!r}") from None
     if np.ndim(epsilon_alpha) == 0 and np.ndim(alpha) == 0:
         eps = check_positive(epsilon_alpha, "epsilon_alpha", allow_zero=True)
         return np.array([eps]), np.array([check_alpha(alpha)])
@@ -178,11 +187,15 @@ def _rdp_curve(epsilon_alpha, alpha) -> tuple[np.ndarray, np.ndarray]:
         )
     if np.any(eps < 0.0):
         raise ValueError(f"epsilon_alpha must be >= 0, got minimum {eps.min()!r}")
-    if np.any(orders <= 1.0):
-        raise ValueError(f"alpha must be > 1 (Rényi orders), got minimum {orders.min()!r}")
+    if np.any(orders <= 1.0) or np.any(orders > MAX_ALPHA):
+        raise ValueError(
+            f"alpha must lie in (1, {MAX_ALPHA:g}] (Rényi orders), got values in "
+            f"[{orders.min()!r}, {orders.max()!r}]"
+        )
     return eps, orders
 
 
+@finite_result()
 def rdp_to_dp(
     epsilon_alpha: float | ArrayLike,
     alpha: float | ArrayLike,
@@ -222,9 +235,8 @@ def rdp_to_dp(
     >>> round(eps, 4), order
     (3.2141, 8.0)
     """
-    delta = check_beta(delta, "delta")
-    if method not in _RDP_TO_DP:
-        raise ValueError(f"method must be one of {RDP_TO_DP_METHODS}, got {method!r}")
+    delta = check_open_unit(delta, "delta")
+    check_option(method, RDP_TO_DP_METHODS, "method")
     eps_alpha, orders = _rdp_curve(epsilon_alpha, alpha)
     epsilon, order = _RDP_TO_DP[method](eps_alpha, orders, delta)
     epsilon = max(0.0, epsilon)
@@ -258,6 +270,7 @@ def _opacus_epsilon_alpha(
     return float(rdp)
 
 
+@finite_result()
 def dpsgd_epsilon_alpha(
     noise_multiplier: float, sample_rate: float, steps: int, alpha: float
 ) -> float:
@@ -293,6 +306,7 @@ def dpsgd_epsilon_alpha(
     return _opacus_epsilon_alpha(noise_multiplier, sample_rate, steps, alpha)
 
 
+@finite_result()
 def noise_multiplier_for_epsilon_alpha(
     epsilon_alpha: float, sample_rate: float, steps: int, alpha: float
 ) -> float:
@@ -354,6 +368,7 @@ def noise_multiplier_for_epsilon_alpha(
     return math.exp(optimize.brentq(excess, log_lower, log_upper, xtol=_LOG_XTOL))
 
 
+@finite_result()
 def gdp_mu_of_dpsgd(noise_multiplier: float, steps: int) -> float:
     """μ-GDP of full-batch DP-SGD: ``sqrt(steps) / noise_multiplier``.
 

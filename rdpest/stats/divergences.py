@@ -40,9 +40,11 @@ from rdpest.stats.quadrature import (
 from rdpest.utils.validation import (
     check_alpha,
     check_finite_array,
+    check_option,
     check_positive,
     check_probability,
     check_real,
+    finite_result,
 )
 
 __all__ = [
@@ -62,6 +64,7 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 # ---------------------------------------------------------------------------------------------
 
 
+@finite_result(allow_inf=True)
 def gaussian_renyi_divergence(
     alpha: float, mean_p: float, std_p: float, mean_q: float, std_q: float
 ) -> float:
@@ -147,6 +150,7 @@ def _log_det_positive_definite(cov: np.ndarray) -> float | None:
     return 2.0 * float(np.sum(np.log(np.diag(chol))))
 
 
+@finite_result(allow_inf=True)
 def multivariate_gaussian_renyi_divergence(alpha: float, mean_p, cov_p, mean_q, cov_q) -> float:
     """Rényi divergence between two multivariate Gaussians, D_α(N(μ_p, Σ_p) ‖ N(μ_q, Σ_q)).
 
@@ -217,6 +221,7 @@ def multivariate_gaussian_renyi_divergence(alpha: float, mean_p, cov_p, mean_q, 
     return 0.5 * alpha * mahalanobis - log_det_ratio / (2.0 * (alpha - 1.0))
 
 
+@finite_result()
 def laplace_renyi_divergence(alpha: float, shift: float, scale: float = 1.0) -> float:
     """Rényi divergence D_α(Laplace(shift, b) ‖ Laplace(0, b)) of the Laplace mechanism.
 
@@ -278,6 +283,7 @@ def _laplace_renyi_divergence(alpha: float, shift: float, scale: float) -> float
     return float(log_moment) / (alpha - 1.0)
 
 
+@finite_result()
 def subsampled_gaussian_renyi_divergence(
     alpha: float, sampling_rate: float, noise_multiplier: float, direction: str = "forward"
 ) -> float:
@@ -322,9 +328,14 @@ def subsampled_gaussian_renyi_divergence(
     alpha = check_alpha(alpha)
     q = check_probability(sampling_rate, "sampling_rate")
     sigma = check_positive(noise_multiplier, "noise_multiplier")
-    if direction not in ("forward", "reverse"):
-        raise ValueError(f"direction must be 'forward' or 'reverse', got {direction!r}")
-    return _subsampled_gaussian_renyi_divergence(alpha, q, sigma, direction)
+    check_option(direction, ("forward", "reverse"), "direction")
+    try:
+        return _subsampled_gaussian_renyi_divergence(alpha, q, sigma, direction)
+    except ValueError as exc:  # the integrand left double precision
+        raise ValueError(
+            f"cannot compute D_alpha of the subsampled Gaussian for alpha={alpha!r}, "
+            f"sampling_rate={q!r}, noise_multiplier={sigma!r} in double precision ({exc})"
+        ) from None
 
 
 def _subsampled_gaussian_renyi_divergence(
@@ -373,6 +384,7 @@ def _subsampled_gaussian_renyi_divergence(
     return float(np.logaddexp(0.0, log_excess_moment)) / (alpha - 1.0)
 
 
+@finite_result(allow_inf=True)
 def bernoulli_renyi_divergence(alpha: float, p: float, q: float) -> float:
     """Rényi divergence between Bernoulli distributions, D_α(Bern(p) ‖ Bern(q)).
 

@@ -22,10 +22,11 @@ from scipy import optimize, special
 
 from rdpest.utils.validation import (
     check_alpha,
-    check_beta,
+    check_open_unit,
     check_positive,
     check_probability,
     check_real,
+    finite_result,
 )
 
 __all__ = ["GDPFromRates", "gdp_delta", "gdp_epsilon", "gdp_from_rates", "gdp_mu", "gdp_to_rdp"]
@@ -47,6 +48,7 @@ _SQRT_HALF_PI = math.sqrt(math.pi / 2.0)
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
 
 
+@finite_result()
 def gdp_to_rdp(mu: float, alpha: float) -> float:
     """RDP implied by μ-GDP: ``alpha * mu**2 / 2``.
 
@@ -138,6 +140,7 @@ def _log_gdp_delta(epsilon: float, mu: float) -> float:
     return log_phi_a + math.log(difference)
 
 
+@finite_result()
 def gdp_delta(epsilon: float, mu: float) -> float:
     """Privacy profile of μ-GDP: the smallest δ such that μ-GDP implies (ε, δ)-DP.
 
@@ -170,6 +173,7 @@ def gdp_delta(epsilon: float, mu: float) -> float:
     return min(1.0, max(0.0, math.exp(log_delta)))
 
 
+@finite_result()
 def gdp_epsilon(delta: float, mu: float) -> float:
     """Smallest ε >= 0 such that μ-GDP implies (ε, δ)-DP (inverse of :func:`gdp_delta` in ε).
 
@@ -193,7 +197,7 @@ def gdp_epsilon(delta: float, mu: float) -> float:
     >>> gdp_epsilon(delta=0.5, mu=0.1)
     0.0
     """
-    delta = check_beta(delta, "delta")
+    delta = check_open_unit(delta, "delta")
     mu = check_positive(mu, "mu", allow_zero=True)
     if mu == 0.0:
         return 0.0
@@ -219,6 +223,7 @@ def gdp_epsilon(delta: float, mu: float) -> float:
     return mu * float(optimize.brentq(excess, 0.0, upper, xtol=_LOG_XTOL))
 
 
+@finite_result()
 def gdp_mu(epsilon: float, delta: float) -> float:
     """The μ whose GDP privacy profile passes through (ε, δ): inverse of :func:`gdp_delta` in μ.
 
@@ -246,7 +251,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     1.5
     """
     epsilon = check_positive(epsilon, "epsilon", allow_zero=True)
-    delta = check_beta(delta, "delta")
+    delta = check_open_unit(delta, "delta")
     return _gdp_mu(epsilon, delta)
 
 
@@ -291,6 +296,7 @@ class GDPFromRates(NamedTuple):
     epsilon_alpha: float
 
 
+@finite_result()
 def gdp_from_rates(tpr: float, fpr: float, alpha: float, delta: float) -> GDPFromRates:
     """(ε, δ)-DP, μ-GDP and (α, ε_α)-RDP implied by a test's rates, assuming a Gaussian curve.
 
@@ -323,7 +329,7 @@ def gdp_from_rates(tpr: float, fpr: float, alpha: float, delta: float) -> GDPFro
     tpr = check_probability(tpr, "tpr")
     fpr = check_probability(fpr, "fpr")
     alpha = check_alpha(alpha)
-    delta = check_beta(delta, "delta")
+    delta = check_open_unit(delta, "delta")
     return _gdp_from_rates(tpr, fpr, alpha, delta)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import integrate
 
-from rdpest.utils.validation import check_alpha, check_finite_array, check_real
+from rdpest.utils.validation import check_alpha, check_finite_array, check_real, finite_result
 
 __all__ = ["renyi_divergence_quadrature"]
 
@@ -187,6 +187,7 @@ def _log_integral(
     return h_max + math.log(total)
 
 
+@finite_result(allow_inf=True)
 def renyi_divergence_quadrature(
     alpha: float,
     logpdf_p: Callable[[np.ndarray], np.ndarray],

@@ -17,7 +17,7 @@ import numpy as np
 from scipy import optimize
 from scipy.special import logsumexp
 
-from rdpest.utils.validation import check_beta
+from rdpest.utils.validation import check_beta, check_option, finite_result
 
 __all__ = ["CONFIDENCE_REGIONS", "Certificate", "joint_level", "log_mean_exp"]
 
@@ -45,6 +45,7 @@ class Certificate:
     threshold: tuple[float, str] | None = None
 
 
+@finite_result()
 def joint_level(beta: float) -> float:
     """The cut-off c of the product test: c (1 − log c) = β.
 
@@ -102,9 +103,7 @@ def _joint_minimum(lower_at, upper_at, objective, beta: float) -> tuple[float, f
 
 
 def _check_region(region: str) -> str:
-    if region not in CONFIDENCE_REGIONS:
-        raise ValueError(f"region must be one of {CONFIDENCE_REGIONS}, got {region!r}")
-    return region
+    return check_option(region, CONFIDENCE_REGIONS, "region")
 
 
 def log_mean_exp(values: np.ndarray) -> float:

@@ -19,7 +19,15 @@ import numpy as np
 from rdpest.stats.bounds import _clopper_pearson
 from rdpest.stats.divergences import _bernoulli_renyi_divergence
 from rdpest.stats.regions import Certificate, _check_region, _joint_minimum
-from rdpest.utils.validation import check_alpha, check_beta, check_finite_array
+from rdpest.utils.validation import (
+    check_alpha,
+    check_beta,
+    check_finite_array,
+    check_option,
+    check_pair,
+    check_real,
+    finite_result,
+)
 
 __all__ = ["SIDES", "certified_threshold_bound", "select_threshold"]
 
@@ -110,6 +118,7 @@ def _search_thresholds(
     return best
 
 
+@finite_result()
 def select_threshold(
     s_p, s_q, alpha: float, beta: float, region: str = "bonferroni"
 ) -> tuple[float, str, float]:
@@ -186,6 +195,7 @@ def _rates_bound(
     )
 
 
+@finite_result()
 def certified_threshold_bound(
     s_p, s_q, alpha: float, beta: float, threshold: tuple[float, str], region: str = "joint"
 ) -> Certificate:
@@ -210,9 +220,9 @@ def certified_threshold_bound(
     beta = check_beta(beta)
     s_p = check_finite_array(s_p, "s_p")
     s_q = check_finite_array(s_q, "s_q")
-    value, side = float(threshold[0]), threshold[1]
-    if side not in SIDES:
-        raise ValueError(f"the threshold's side must be one of {SIDES}, got {side!r}")
+    value, side = check_pair(threshold, "threshold")
+    value = check_real(value, "threshold's value")
+    check_option(side, SIDES, "threshold's side")
     _check_region(region)
     return _certified_threshold_bound(s_p, s_q, alpha, beta, value, side, region)
 

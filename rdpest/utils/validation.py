@@ -10,6 +10,8 @@ rdpest and no torch.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 from collections.abc import Sequence
@@ -17,11 +19,15 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "MAX_ALPHA",
+    "MIN_BETA",
     "check_alpha",
     "check_beta",
     "check_counts",
     "check_finite_array",
     "check_int",
+    "check_open_unit",
+    "check_option",
     "check_positive",
     "check_probability",
     "check_random_generator",
@@ -30,6 +36,7 @@ __all__ = [
     "check_seed",
     "check_seeds",
     "check_steps",
+    "finite_result",
     "seed_from_random_state",
 ]
 
@@ -44,20 +51,150 @@ def check_real(value, name: str) -> float:
     return value
 
 
+#: The largest Rényi order accepted: far above any order an RDP analysis uses (Opacus's default
+#: orders stop at 256), and below the orders at which the moments overflow double precision.
+MAX_ALPHA = 1e6
+
+
 def check_alpha(alpha, name: str = "alpha") -> float:
-    """Rényi order: a finite real number strictly greater than 1."""
+    """Rényi order: a real number in (1, MAX_ALPHA]."""
     alpha = check_real(alpha, name)
     if alpha <= 1.0:
         raise ValueError(f"{name} must be > 1 (a Rényi order), got {alpha!r}")
+    if alpha > MAX_ALPHA:
+        raise ValueError(f"{name} must be at most {MAX_ALPHA:g}, got {alpha!r}")
     return alpha
 
 
+#: The smallest error probability accepted: below it the quantiles and roots the bounds need are
+#: no longer computable in double precision (and no audit needs a level closer to 1).
+MIN_BETA = 1e-100
+
+
 def check_beta(beta, name: str = "beta") -> float:
-    """Error probability of a confidence bound: strictly inside (0, 1)."""
+    """Error probability of a confidence bound: in [MIN_BETA, 1)."""
     beta = check_real(beta, name)
     if not 0.0 < beta < 1.0:
         raise ValueError(f"{name} must lie strictly between 0 and 1, got {beta!r}")
+    if beta < MIN_BETA:
+        raise ValueError(f"{name} must be at least {MIN_BETA:g}, got {beta!r}")
     return beta
+
+
+def check_pair(value, name: str) -> tuple:
+    """A sequence of exactly two items (e.g. a window (lo, hi) or a threshold (value, side))."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence) or len(value) != 2:
+        raise ValueError(f"{name} must be a pair of two values, got {value!r}")
+    return tuple(value)
+
+
+def check_levels(levels, name: str = "levels") -> np.ndarray:
+    """A non-empty 1-D array of error levels, each in [MIN_BETA, 1)."""
+    if isinstance(levels, str | bytes | dict) or levels is None:
+        raise ValueError(f"{name} must be a sequence of numbers in (0, 1), got {levels!r}")
+    try:
+        arr = np.asarray(levels)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError("not real numbers")
+        arr = arr.astype(np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be a sequence of numbers in (0, 1), got {levels!r}"
+        ) from None
+    if arr.size == 0 or not np.all((arr >= MIN_BETA) & (arr < 1.0)):
+        raise ValueError(f"{name} must be numbers in [{MIN_BETA:g}, 1), got {levels!r}")
+    return arr
+
+
+def check_option(value, options, name: str) -> str:
+    """One of the strings ``options`` (a ValueError naming ``name`` for anything else)."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
+    return value
+
+
+def check_open_unit(value, name: str) -> float:
+    """A probability strictly inside (0, 1) with no floor (e.g. a DP δ, which may be tiny)."""
+    value = check_real(value, name)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+    return value
+
+
+def finite_result(*, allow_inf: bool = False):
+    """Decorator for a public function: a result that is not finite becomes a ValueError.
+
+    The message shows the scalar arguments, so the one whose value is too extreme for double
+    precision is named. ``allow_inf``: +inf is a correct answer (an exact divergence between
+    laws that are not absolutely continuous); NaN and −inf never are.
+    """
+
+    def decorate(function):
+        signature = inspect.signature(function)
+
+        def refuse(args, kwargs, why: str) -> ValueError:
+            bound = signature.bind(*args, **kwargs)
+            shown = ", ".join(_show(k, v) for k, v in bound.arguments.items())
+            return ValueError(
+                f"{function.__name__}({shown}) {why} in double precision: an argument is too "
+                "extreme"
+            )
+
+        @functools.wraps(function)
+        def checked(*args, **kwargs):
+            # Overflow shows up as a non-finite result (checked below), not as a warning.
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+                try:
+                    result = function(*args, **kwargs)
+                except (ArithmeticError, RuntimeError) as exc:  # overflow, non-convergence
+                    raise refuse(args, kwargs, f"cannot be computed ({exc})") from None
+                except ValueError as exc:
+                    if str(exc) != "math domain error":
+                        raise
+                    raise refuse(args, kwargs, "cannot be computed (math domain error)") from None
+            if not all(_acceptable(a, allow_inf) for a in _arrays_in(result)):
+                raise refuse(args, kwargs, "has no finite result")
+            return result
+
+        return checked
+
+    return decorate
+
+
+def _show(name: str, value) -> str:
+    """An argument for an error message: scalars as they are, arrays by shape and range."""
+    if isinstance(value, numbers.Real | str):
+        return f"{name}={value!r}"
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return f"{name}=<{type(value).__name__}>"
+    if arr.size == 0:
+        return f"{name}=<empty>"
+    return f"{name}=<shape {arr.shape}, values in [{arr.min():.3g}, {arr.max():.3g}]>"
+
+
+def _acceptable(values: np.ndarray, allow_inf: bool) -> bool:
+    if allow_inf:
+        return not (np.isnan(values).any() or (values == -np.inf).any())
+    return bool(np.isfinite(values).all())
+
+
+def _arrays_in(value) -> list[np.ndarray]:
+    """The numbers inside a result, as arrays (of floats, arrays, tuples, dicts, dataclasses)."""
+    if isinstance(value, bool | str) or value is None:
+        return []
+    if isinstance(value, numbers.Real):
+        return [np.asarray(float(value))]
+    if isinstance(value, np.ndarray):
+        return [value] if value.dtype.kind in "biuf" else []
+    if hasattr(value, "__dataclass_fields__"):
+        return [a for f in value.__dataclass_fields__ for a in _arrays_in(getattr(value, f))]
+    if isinstance(value, dict):
+        return [a for v in value.values() for a in _arrays_in(v)]
+    if isinstance(value, tuple | list):
+        return [a for v in value for a in _arrays_in(v)]
+    return []
 
 
 def check_probability(p, name: str) -> float:
