@@ -34,7 +34,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from rdpest.estimators.base import RenyiEstimatorBase
-from rdpest.estimators.privacy_loss import _call_on_samples
+from rdpest.estimators.log_ratios import call_on_samples
 from rdpest.estimators.results import DirectionResult, ThresholdDiagnostics
 from rdpest.estimators.splits import min_two_way_sample_size, split_indices
 from rdpest.stats.bounds import _clopper_pearson
@@ -237,7 +237,7 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
                     f"{A.shape[1]} features need a score_function mapping (n, d) to (n,)"
                 )
             return A[:, 0]
-        return _call_on_samples(self.score_function, A, name, what="score_function")
+        return call_on_samples(self.score_function, A, name, what="score_function")
 
     def will_be_certified(self) -> bool:
         # The GDP route assumes a Gaussian trade-off curve; only the direct conversion certifies.
