@@ -388,8 +388,7 @@ class Auditor:
                 "beta": level,
             }
         violation = any(e["certified"] and e["lower_bound"] > claimed for e in estimates.values())
-        config = self.config if self.config is not None else None
-        pipeline = config if config is not None else _identity_or_name(self.score_fn)
+        pipeline = self.config if self.config is not None else _identity_or_name(self.score_fn)
         return AuditResult(
             losses_without_canary=np.asarray(without, dtype=float),
             losses_with_canary=np.asarray(with_, dtype=float),
