@@ -29,6 +29,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from rdpest.utils.io import array_digest, qualified_name
+
 __all__ = ["score_fn_identity"]
 
 _HOW = (
@@ -76,14 +78,10 @@ def _value(value, where: str):
     if isinstance(value, Real):
         return float(value) if np.isfinite(float(value)) else repr(float(value))
     if isinstance(value, np.ndarray):
-        array = np.ascontiguousarray(value)
-        digest = hashlib.sha256(
-            str(array.dtype).encode() + str(array.shape).encode() + array.tobytes()
-        ).hexdigest()[:16]
-        return {"ndarray": digest}
+        return {"ndarray": array_digest(value)}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-        return {"dataclass": _class_name(type(value)), "fields": _value(fields, where)}
+        return {"dataclass": qualified_name(type(value)), "fields": _value(fields, where)}
     if isinstance(value, list | tuple):
         return [_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
@@ -93,10 +91,6 @@ def _value(value, where: str):
     if callable(value):
         return _identity(value, where)
     raise _Unidentifiable(f"{where} is a {type(value).__name__}, which has no stable identity")
-
-
-def _class_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _identity(fn, where: str) -> dict:
@@ -116,13 +110,13 @@ def _identity(fn, where: str) -> dict:
     if isinstance(fn, types.BuiltinFunctionType):
         return {"builtin": f"{getattr(fn, '__module__', None)}.{fn.__qualname__}"}
     if isinstance(fn, type):
-        return {"class": _class_name(fn)}
+        return {"class": qualified_name(fn)}
     call = type(fn).__dict__.get("__call__") or getattr(type(fn), "__call__", None)  # noqa: B004
     state = getattr(fn, "__dict__", None)
     if not isinstance(call, types.FunctionType) or state is None:
         raise _Unidentifiable(f"{where} ({type(fn).__name__}) has no readable identity")
     return {
-        "instance": _class_name(type(fn)),
+        "instance": qualified_name(type(fn)),
         "call": _code_digest(call.__code__),
         "state": _value(dict(state), f"{where} attributes"),
     }
@@ -145,13 +139,12 @@ def score_fn_identity(score_fn) -> dict:
     ValueError: the score function <lambda> is a lambda, ...
     """
     try:
-        describe = getattr(score_fn, "describe", None)
-        if callable(describe) and not isinstance(score_fn, type):
-            described = _value(describe(), "score_fn.describe()")
-            if not isinstance(described, dict):
+        identity = _identity(score_fn, "score_fn")
+        if "describe" in identity:  # a described pipeline is recorded as it describes itself
+            if not isinstance(identity["describe"], dict):
                 raise _Unidentifiable("score_fn.describe() must return a dict")
-            return described
-        return _identity(score_fn, "score_fn")
+            return identity["describe"]
+        return identity
     except _Unidentifiable as exc:
         message = str(exc)
         if _HOW not in message:

@@ -257,8 +257,8 @@ def _checked_payload(payload: dict, where: str) -> dict[str, Any]:
         "beta": float(need("beta", int | float, "a number")),
         "estimates": estimates,
         "verdict": need("verdict", str, "a string"),
-        "config": payload.get("config", {}) if isinstance(payload.get("config", {}), dict) else {},
-        "provenance": payload.get("provenance", {})
-        if isinstance(payload.get("provenance", {}), dict)
-        else {},
+        **{
+            key: value if isinstance(value := payload.get(key, {}), dict) else {}
+            for key in ("config", "provenance")
+        },
     }

@@ -1,4 +1,4 @@
-"""Small file helpers shared by the audit store, results and benchmarks.
+"""Small file and record helpers shared by the audit store, results and benchmarks.
 
 Files are created with the mode the process's umask gives (as ``open`` would), never the 0600 of
 ``tempfile.mkstemp``: a collaborator who can read the directory can read the results and resume
@@ -7,11 +7,35 @@ the audit.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from pathlib import Path
 
-__all__ = ["atomic_write_text", "refuse_symlink"]
+import numpy as np
+
+__all__ = ["array_digest", "atomic_write_text", "qualified_name", "refuse_symlink"]
+
+
+def array_digest(*arrays) -> str:
+    """A short SHA-256 (16 hex digits) of arrays' dtypes, shapes and bytes, for fingerprints.
+
+    Examples
+    --------
+    >>> array_digest(np.zeros(3)) == array_digest(np.zeros(3)) != array_digest(np.ones(3))
+    True
+    """
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(np.asarray(a))
+        h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def qualified_name(obj) -> str:
+    """``module.qualname`` of a function or class (of its type for other objects)."""
+    name = getattr(obj, "__qualname__", type(obj).__qualname__)
+    return f"{getattr(obj, '__module__', '?')}.{name}"
 
 
 def refuse_symlink(path: Path, what: str) -> None:

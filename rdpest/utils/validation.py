@@ -73,9 +73,7 @@ MIN_BETA = 1e-100
 
 def check_beta(beta, name: str = "beta") -> float:
     """Error probability of a confidence bound: in [MIN_BETA, 1)."""
-    beta = check_real(beta, name)
-    if not 0.0 < beta < 1.0:
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {beta!r}")
+    beta = check_open_unit(beta, name)
     if beta < MIN_BETA:
         raise ValueError(f"{name} must be at least {MIN_BETA:g}, got {beta!r}")
     return beta

@@ -20,17 +20,16 @@ from rdpest.auditing.dpsgd.canaries import make_canary
 from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, split_pretrain
 from rdpest.auditing.dpsgd.models import make_model
-from rdpest.auditing.dpsgd.run import DPSGDRun, _digest, _qualified_name, resolve_stack_runs
+from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
 from rdpest.auditing.dpsgd.training import pretrain
 from rdpest.auditing.result import AuditResult
 from rdpest.stats.conversions import dpsgd_epsilon_alpha, noise_multiplier_for_epsilon_alpha
+from rdpest.utils.io import array_digest, qualified_name
 from rdpest.utils.torch_helpers import resolve_device
 from rdpest.utils.validation import (
     check_alpha,
     check_int,
     check_positive,
-    check_sample_rate,
-    check_steps,
 )
 
 __all__ = ["DPSGDAuditor"]
@@ -160,26 +159,29 @@ class DPSGDAuditor:
 
     # ------------------------------------------------------------------ set-up
     def _config_and_claim(self) -> tuple[DPSGDConfig, float]:
-        """The DP-SGD settings (σ solved from the claim if given) and the claimed ε_α."""
+        """The DP-SGD settings (σ solved from the claim if given) and the claimed ε_α.
+
+        ``steps`` and ``sample_rate`` are checked where they are first used: by the solver for σ,
+        or by :class:`DPSGDConfig`.
+        """
         alpha = check_alpha(self.alpha)
-        steps = check_steps(self.steps)
-        sample_rate = check_sample_rate(self.sample_rate)
         if (self.noise_multiplier is None) == (self.claimed_epsilon is None):
             raise ValueError("give exactly one of noise_multiplier and claimed_epsilon")
         if self.noise_multiplier is not None:
             sigma = check_positive(self.noise_multiplier, "noise_multiplier")
         else:
             target = check_positive(self.claimed_epsilon, "claimed_epsilon")
-            sigma = noise_multiplier_for_epsilon_alpha(target, sample_rate, steps, alpha)
+            sigma = noise_multiplier_for_epsilon_alpha(target, self.sample_rate, self.steps, alpha)
         config = DPSGDConfig(
             noise_multiplier=sigma,
             max_grad_norm=self.max_grad_norm,
-            steps=steps,
+            steps=self.steps,
             learning_rate=self.learning_rate,
-            sample_rate=sample_rate,
+            sample_rate=self.sample_rate,
             noise_scale_bug=self.noise_scale_bug,
         )
-        return config, dpsgd_epsilon_alpha(sigma, sample_rate, steps, alpha)
+        claimed = dpsgd_epsilon_alpha(sigma, config.sample_rate, config.steps, alpha)
+        return config, claimed
 
     def _data(self):
         if self.data is None:
@@ -252,9 +254,9 @@ class DPSGDAuditor:
         )
         fingerprint = {
             "mechanism": "opacus-dp-sgd",
-            "data_sha256": _digest(X, y),
-            "model": self.model if isinstance(self.model, str) else _qualified_name(self.model),
-            "canary": self.canary if isinstance(self.canary, str) else _digest(*self.canary),
+            "data_sha256": array_digest(X, y),
+            "model": self.model if isinstance(self.model, str) else qualified_name(self.model),
+            "canary": self.canary if isinstance(self.canary, str) else array_digest(*self.canary),
             "canary_label": int(canary[1]),
             "pretrain": bool(self.pretrain),
             "pretrain_fraction": float(self.pretrain_fraction),

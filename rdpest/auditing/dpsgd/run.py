@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 
@@ -31,6 +30,7 @@ from rdpest.auditing.dpsgd.stacking import (
     stackable,
 )
 from rdpest.auditing.dpsgd.training import _train_dp_sgd_tensors, _train_stacked_tensors
+from rdpest.utils.io import array_digest, qualified_name
 from rdpest.utils.torch_helpers import forked_rng, num_threads, resolve_device
 from rdpest.utils.validation import check_int, check_seed, check_seeds
 
@@ -213,14 +213,14 @@ class DPSGDRun:
         name), the number of classes and the DP-SGD settings. Not the device or the stack size:
         they change scores by float rounding only.
         """
-        model = self.model if isinstance(self.model, str) else _qualified_name(self.model)
+        model = self.model if isinstance(self.model, str) else qualified_name(self.model)
         state = sorted(self.initial_state.items())
         return {
             "mechanism": "rdpest.DPSGDRun",
             "model": model,
-            "data_sha256": _digest(self.X, self.y),
-            "canary_sha256": _digest(self.canary_x, np.asarray([self.canary_y])),
-            "initial_state_sha256": _digest(*[np.asarray(v) for _, v in state]),
+            "data_sha256": array_digest(self.X, self.y),
+            "canary_sha256": array_digest(self.canary_x, np.asarray([self.canary_y])),
+            "initial_state_sha256": array_digest(*[np.asarray(v) for _, v in state]),
             "initial_state_keys": [k for k, _ in state],
             "input_shape": None if self.input_shape is None else list(self.input_shape),
             "n_classes": self.n_classes,
@@ -299,16 +299,3 @@ class DPSGDRun:
             f"DPSGDRun(model={name!r}, n={len(self.y)}, config={self.config!r}, "
             f"device={self.device!r}, runs_per_call={self.runs_per_call})"
         )
-
-
-def _digest(*arrays) -> str:
-    """A short SHA-256 of arrays' dtypes, shapes and bytes."""
-    h = hashlib.sha256()
-    for a in arrays:
-        a = np.ascontiguousarray(np.asarray(a))
-        h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
-    return h.hexdigest()[:16]
-
-
-def _qualified_name(obj) -> str:
-    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
