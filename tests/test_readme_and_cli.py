@@ -1,5 +1,7 @@
 """The README's snippets run as written, and the command line behaves as documented."""
 
+import ast
+import csv
 import json
 import re
 import subprocess
@@ -9,7 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rdpest import (
+    BernoulliTPRFPRBaseline,
+    DVRenyiEstimator,
+    HoeffdingRenyiBound,
+    MarkovRenyiBound,
+)
 from rdpest.cli import main
+from rdpest.datasets import make_renyi_pair
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,13 +28,37 @@ def _python_blocks() -> list[str]:
 
 
 def test_readme_python_snippets_run_in_order(capsys):
+    """Catches a Quick start whose printed numbers are wrong: an estimate far from the known
+    truth, a "certified" bound above it or at 0 (a broken certificate), printed values that are
+    not the estimator's, or a grid search whose reported best is not one of its candidates."""
     namespace: dict = {}
     blocks = _python_blocks()
     assert len(blocks) >= 2
     for block in blocks:
         exec(compile(block, "README.md", "exec"), namespace)
     out = capsys.readouterr().out
-    assert "truth 1.000" in out and "certified True" in out
+    printed = re.search(r"truth (\S+)  estimate (\S+)  95% lower bound (\S+)  certified (\S+)", out)
+    assert printed, out
+    truth, estimate, bound = (float(v) for v in printed.groups()[:3])
+    est = namespace["est"]
+    assert (estimate, bound) == (round(est.divergence_, 3), round(est.lower_bound_, 3))
+    assert printed.group(4) == str(est.certified_) == "True"
+    assert truth == pytest.approx(namespace["truth"], abs=5e-4) and truth == 1.0
+    # The benchmark's DV point estimate at α = 2, D = 1 has sd 0.331 at n = 500 and 0.119 at
+    # n = 5000 per side (benchmarks/results/estimators/results.md), about 0.19 at n = 2000
+    # (n^-1/2 from either): three sd is 0.57.
+    assert abs(estimate - truth) < 0.6
+    # The bound is certified below the truth (a seeded run; β = 0.05), and at n = 2000 it is far
+    # from 0: the benchmark's mean bound is 0.42 at n = 500 and 0.74 at n = 5000.
+    assert 0.1 < bound <= truth
+    best = ast.literal_eval(out.strip().splitlines()[-1])
+    grid = namespace["grid"]
+    assert best == grid.best_params_
+    assert best["hidden_layer_sizes"] in [(32,), (100, 100)]
+    assert best["learning_rate"] in [1e-4, 1e-3]
+    # The held-out score is the bracket of a fixed critic, a lower bound on D in population:
+    # the best mean over 3 folds is near (and not far above) the truth of 1.
+    assert 0.3 < grid.best_score_ < truth + 0.5
 
 
 def test_readme_commands_are_the_ci_commands():
@@ -37,11 +70,17 @@ def test_readme_commands_are_the_ci_commands():
 
 
 def test_quickstart_json(capsys):
+    """Catches a quickstart that does not pass its options (n, seed, alpha) to the estimator or
+    the generator: its numbers must be those of the library call it stands for."""
     assert main(["quickstart", "--n", "400", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["true_divergence"] == pytest.approx(1.0)
+    X, Y, truth = make_renyi_pair("gaussian_shift", 2.0, 1.0, 400, random_state=0)
+    library = DVRenyiEstimator(alpha=2.0, random_state=0).fit(X, Y)
+    assert report["divergence"] == library.divergence_
+    assert report["lower_bound"] == library.lower_bound_
+    assert report["true_divergence"] == truth == pytest.approx(1.0)
     assert report["certified"] is True
-    assert report["lower_bound"] <= report["true_divergence"]
+    assert 0.0 <= report["lower_bound"] <= report["true_divergence"]
 
 
 @pytest.mark.parametrize("suffix", [".npy", ".npz", ".csv", ".txt"])
@@ -60,7 +99,14 @@ def test_estimate_reads_every_format(tmp_path, suffix, capsys):
         paths.append(str(path))
     assert main(["estimate", *paths, "--alpha", "2", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["estimator"] == "DVRenyiEstimator" and np.isfinite(report["divergence"])
+    assert report["estimator"] == "DVRenyiEstimator"
+    # Catches a reader that loses precision, reorders or drops values: every format must give
+    # the library's result on the original arrays, bit for bit (np.savetxt writes 18 digits).
+    rng = np.random.default_rng(0)
+    o, o_prime = rng.normal(1.0, 1.0, 300), rng.normal(0.0, 1.0, 300)
+    library = DVRenyiEstimator(alpha=2.0, random_state=0).fit(o, o_prime)
+    assert report["divergence"] == library.divergence_
+    assert report["lower_bound"] == library.lower_bound_
 
 
 @pytest.mark.parametrize("name", ["markov", "bernoulli", "hoeffding"])
@@ -74,6 +120,27 @@ def test_estimate_with_each_estimator(tmp_path, name, capsys):
     report = json.loads(capsys.readouterr().out)
     # Without an exact log ratio, Markov and Hoeffding are plug-in estimates: not certified.
     assert report["certified"] is (name == "bernoulli")
+    # Catches --estimator building another estimator or dropping an option: the numbers are the
+    # library's with the CLI's defaults (alpha 2, beta 0.05, forward, seed 0).
+    rng = np.random.default_rng(1)
+    p, q = rng.normal(0.5, 1.0, 300), rng.normal(0.0, 1.0, 300)
+    options = {"privacy_loss_bound": 50.0} if name == "hoeffding" else {}
+    cls = {"markov": MarkovRenyiBound, "bernoulli": BernoulliTPRFPRBaseline}.get(
+        name, HoeffdingRenyiBound
+    )
+    library = cls(alpha=2.0, beta=0.05, direction="forward", random_state=0, **options)
+    library.fit(p, q)
+    assert report["estimator"] == cls.__name__
+    assert (report["divergence"], report["lower_bound"]) == (
+        library.divergence_,
+        library.lower_bound_,
+    )
+    truth = 2.0 * 0.5**2 / 2  # D_2(N(0.5, 1) ‖ N(0, 1)) = α μ² / 2
+    assert 0.0 <= report["lower_bound"] <= truth
+    if name != "bernoulli":
+        # The Gaussian-fit plug-in on 150 certifying rows: the mean of e^{2L} has relative sd
+        # sqrt(e^{3 D_3} − e^{2 D_2}) / e^{D_2} / sqrt(150) = 0.08, so 3 sd is 0.24.
+        assert abs(report["divergence"] - truth) < 0.25
     if name == "hoeffding":
         assert main([*argv, "--estimator", name]) == 1
         assert "privacy-loss-bound" in capsys.readouterr().err
@@ -100,6 +167,7 @@ def test_audit_command_writes_results_and_resumes(tmp_path, capsys):
     for name in ("result.json", "O.npy", "O_prime.npy", "audit.png", "runs.jsonl"):
         assert (tmp_path / name).exists(), name
     first = np.load(tmp_path / "O_prime.npy")
+    _check_audit_result(tmp_path)
     assert main([*argv, "--json"]) == 0  # resumes: same runs, printed as JSON
     report = json.loads(capsys.readouterr().out)
     np.testing.assert_array_equal(report["losses_with_canary"], first)
@@ -107,11 +175,56 @@ def test_audit_command_writes_results_and_resumes(tmp_path, capsys):
     assert "different audit configuration" in capsys.readouterr().err
 
 
+def _check_audit_result(out: Path) -> None:
+    """The values of an audit's result.json (12 runs of 3 full-batch steps, claimed ε_2 = 1).
+
+    Catches a CLI that solves the wrong noise for its claim, writes samples that are not the
+    result's, fits the estimators to other samples or at another level, or gives a verdict
+    that does not follow from its bounds."""
+    result = json.loads((out / "result.json").read_text())
+    np.testing.assert_array_equal(result["losses_without_canary"], np.load(out / "O.npy"))
+    np.testing.assert_array_equal(result["losses_with_canary"], np.load(out / "O_prime.npy"))
+    assert len(result["losses_with_canary"]) == len(result["losses_without_canary"]) == 12
+    # Full-batch DP-SGD is the Gaussian mechanism composed: ε_α = T α / (2 σ²) (Mironov 2017,
+    # "Rényi Differential Privacy", Prop. 7 and Prop. 1), so the claim 1 at T = 3 needs σ = √3.
+    pipeline = result["config"]["pipeline"]
+    assert pipeline["sample_rate"] == 1.0 and pipeline["steps"] == 3
+    assert pipeline["noise_multiplier"] == pytest.approx(np.sqrt(3 * 2.0 / (2 * 1.0)), rel=1e-6)
+    estimates = result["estimates"]
+    certified = [e for e in estimates.values() if e["certified"]]
+    assert sum(e["beta"] for e in certified) == pytest.approx(result["beta"])
+    # The Bernoulli baseline refitted by hand on the written samples: P with the canary (O′).
+    bernoulli = BernoulliTPRFPRBaseline(
+        alpha=2.0, beta=estimates["bernoulli"]["beta"], direction="max", random_state=0
+    ).fit(np.load(out / "O_prime.npy"), np.load(out / "O.npy"))
+    assert estimates["bernoulli"]["divergence"] == bernoulli.divergence_
+    assert estimates["bernoulli"]["lower_bound"] == bernoulli.lower_bound_
+    violation = any(e["lower_bound"] > result["claimed_epsilon"] for e in certified)
+    assert result["verdict"] == ("violation" if violation else "consistent")
+
+
 def test_bench_quick(tmp_path, capsys):
+    """Catches a benchmark whose table is not its data or whose estimators go wrong on the
+    quick cells: at P = Q (Laplace, D = 0) the exact log ratio is 0, so Markov's and Hoeffding's
+    estimates are exactly 0; on the Gaussian shift (D_2 = 1) Markov with the exact ratio is
+    within 0.3 of the truth (sd 0.069 at n = 500 in benchmarks/results/estimators/results.md)."""
     assert main(["bench", "--quick", "--repetitions", "2", "--out", str(tmp_path)]) == 0
     table = capsys.readouterr().out
     assert "| dv | gaussian_shift |" in table and "| hoeffding | laplace_shift |" in table
-    assert (tmp_path / "results.csv").exists() and (tmp_path / "results.md").exists()
+    assert (tmp_path / "results.md").read_text() == table.removesuffix("\n")  # print adds one
+    with open(tmp_path / "results.csv", newline="") as handle:
+        rows = {(r["estimator"], r["family"]): r for r in csv.DictReader(handle)}
+    # Two cells: four estimators on the Laplace pair, three on the Gaussian (no Hoeffding).
+    assert len(rows) == 7 and ("hoeffding", "gaussian_shift") not in rows
+    for (estimator, family), row in rows.items():
+        truth, bound = float(row["truth"]), float(row["bound_mean"])
+        assert truth == (1.0 if family == "gaussian_shift" else 0.0)
+        assert int(row["repetitions"]) == 2
+        assert 0.0 <= bound <= truth  # certified bounds (β = 0.05, seeded)
+        assert f"| {estimator} | {family} | 2 | 500 | {truth:.3g} |" in table
+    for estimator in ("markov", "hoeffding"):
+        assert float(rows[estimator, "laplace_shift"]["point_mean"]) == 0.0
+    assert abs(float(rows["markov", "gaussian_shift"]["point_mean"]) - 1.0) < 0.3
 
 
 def test_usage_errors_exit_2():
