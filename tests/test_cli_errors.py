@@ -7,6 +7,7 @@ before these checks.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -129,10 +130,13 @@ def test_unexpected_errors_are_one_line_unless_traceback_is_asked(tmp_path, caps
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs Linux's PR_SET_PDEATHSIG")
 def test_a_killed_audit_leaves_no_workers_behind(tmp_path):
     """Bug: after SIGKILL of `rdpest audit --n-jobs 2`, idle loky workers lived on for over 90 s
-    (blocked on a pipe). Workers now end with their parent; then the audit resumes."""
+    (blocked on a pipe). Workers now end with their parent; then the audit resumes, keeping the
+    scores of the runs finished before the kill (a resume that retrained or reordered them, or
+    lost them, would change the samples the verdict is drawn from)."""
     import psutil
 
     out = tmp_path / "out"
+    store = out / "runs.jsonl"
     argv = [sys.executable, "-m", "rdpest", "audit", "--runs", "400", "--n-jobs", "2"]
     audit = subprocess.Popen(
         [*argv, "--out", str(out)],
@@ -148,12 +152,13 @@ def test_a_killed_audit_leaves_no_workers_behind(tmp_path):
             workers = [
                 p for p in parent.children(recursive=True) if "loky" in " ".join(p.cmdline())
             ]
-            if len(workers) >= 2 and (out / "runs.jsonl").exists():
+            if len(workers) >= 2 and store.exists() and store.stat().st_size > 0:
                 break
             time.sleep(0.5)
         assert len(workers) >= 2, "the audit never started its workers"
         os.kill(audit.pid, signal.SIGKILL)
         audit.wait()
+        before = _finished_runs(store)
         _, alive = psutil.wait_procs(workers, timeout=30)
         assert not alive, f"workers outlived the killed audit: {[p.pid for p in alive]}"
     finally:
@@ -163,3 +168,22 @@ def test_a_killed_audit_leaves_no_workers_behind(tmp_path):
         [*argv, "--out", str(out)], capture_output=True, text=True, timeout=600, check=False
     )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
+    result = json.loads((out / "result.json").read_text())
+    samples = {0: result["losses_without_canary"], 1: result["losses_with_canary"]}
+    assert len(samples[0]) == len(samples[1]) == 400
+    assert before, "no run had finished before the kill"
+    for (arm, index), score in before.items():
+        assert samples[arm][index] == score, (arm, index)
+
+
+def _finished_runs(store) -> dict[tuple[int, int], float]:
+    """(arm, index) -> score of the complete lines of a run store (a killed writer may leave a
+    partial last line)."""
+    runs = {}
+    for line in store.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        runs[record["arm"], record["index"]] = record["score"]
+    return runs

@@ -1,5 +1,8 @@
-"""Every example runs as a script in its quick mode and writes the figure whose path it prints."""
+"""Every example runs as a script in its quick mode, writes the figure whose path it prints, and
+prints numbers that agree with what it computes (bounds below known truths, verdicts that follow
+from the bounds)."""
 
+import ast
 import re
 import subprocess
 import sys
@@ -26,3 +29,79 @@ def test_example_runs_in_quick_mode(script, tmp_path):
     figure = re.search(r"^figure: (.+\.png)$", done.stdout, flags=re.M)
     assert figure, done.stdout
     assert Path(figure.group(1)).stat().st_size > 1000
+    CHECKS[script.stem](done.stdout)
+
+
+# What each example prints, checked against what it should compute. Each catches an example
+# that runs but reports wrong numbers (a certified bound above the truth, an estimate far from
+# it, a verdict that contradicts the bounds or misses the injected bug).
+
+
+def _check_quickstart(out: str) -> None:
+    lines = re.findall(
+        r"n = +(\d+) per side: estimate (\S+), 95% certified lower bound (\S+) "
+        r"\(truth (\S+)\)",
+        out,
+    )
+    assert [int(n) for n, *_ in lines] == [200, 500], out
+    for _, estimate, bound, truth in lines:
+        estimate, bound, truth = float(estimate), float(bound), float(truth)
+        assert truth == 1.0
+        # Certified below the truth (seeded, β = 0.05) and not 0: D_2 = 1 is detectable at n = 200.
+        assert 0.0 < bound <= truth
+        # The benchmark's DV estimates at D = 1 stayed below 3·truth + 1 in every repetition.
+        assert 0.0 < estimate < 3 * truth + 1
+
+
+def _check_model_selection(out: str) -> None:
+    best = re.search(r"best parameters: (\{.*\}) \(held-out score (\S+)\)", out)
+    assert best, out
+    params = ast.literal_eval(best.group(1))
+    assert params["hidden_layer_sizes"] in [(32,), (100, 100)]
+    assert params["learning_rate"] in [1e-4, 1e-3]
+    refit = re.search(r"estimate (\S+), certified bound (\S+), truth (\S+)", out)
+    assert refit, out
+    estimate, bound, truth = (float(v) for v in refit.groups())
+    assert truth == 1.0
+    # The held-out score is the bracket of a fixed critic: in population it is at most D.
+    assert 0.0 < float(best.group(2)) < truth + 0.5
+    # Laplace, D_2 = 1, n = 600: the benchmark's DV sd at n = 500 is 0.45; 3 sd is 1.4.
+    assert 0.0 < bound <= truth and abs(estimate - truth) < 1.4
+
+
+def _audit_rows(out: str) -> dict[str, tuple[float, float, bool]]:
+    rows = re.findall(r"^(\w+) +(\S+) +(\S+) +(\S+)  (yes|no \(assumption\))$", out, re.M)
+    return {name: (float(est), float(bound), yes == "yes") for name, est, bound, _, yes in rows}
+
+
+def _check_audit_dpsgd(out: str) -> None:
+    rows = _audit_rows(out)
+    assert set(rows) == {"dv", "bernoulli", "gdp_route"}, out
+    assert "claimed epsilon_alpha = 1," in out
+    # Honest DP-SGD: the true D_2 is at most the claim 1, so a certified bound above it would be
+    # a false alarm (probability at most β; the run is seeded).
+    assert all(bound <= 1.0 for _, bound, certified in rows.values() if certified)
+    assert rows["dv"][2] and rows["bernoulli"][2] and not rows["gdp_route"][2]
+    assert "verdict: CONSISTENT" in out
+
+
+def _check_catch_a_bug(out: str) -> None:
+    lines = re.findall(r"^(.+?) +claim (\S+)  DV bound (\S+)  verdict (\w+)$", out, re.M)
+    assert len(lines) == 4, out
+    for name, claim, bound, verdict in lines:
+        assert float(claim) == 1.0
+        if name.endswith("x1"):
+            # Honest: the true D_2 is the claim, 1; a certified bound above it is a false alarm.
+            assert verdict == "consistent" and float(bound) <= 1.0, name
+        else:
+            # Noise 4x smaller than claimed: the true D_2 is 16 times the claim, and the example
+            # exists to show that the audit catches it.
+            assert name.endswith("x0.25") and verdict == "violation" and float(bound) > 1.0, name
+
+
+CHECKS = {
+    "01_quickstart": _check_quickstart,
+    "02_model_selection": _check_model_selection,
+    "03_audit_dpsgd": _check_audit_dpsgd,
+    "04_catch_a_bug": _check_catch_a_bug,
+}
