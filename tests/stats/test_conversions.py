@@ -317,10 +317,79 @@ def test_dpsgd_epsilon_alpha_full_batch_closed_form(alpha, sigma, steps):
     assert conv.gdp_to_rdp(mu, alpha) == pytest.approx(expected, rel=1e-12)
 
 
-def test_dpsgd_epsilon_alpha_matches_opacus_when_subsampled():
-    for q, alpha in [(0.01, 2.0), (0.3, 1.25), (0.9, 8.0)]:
-        expected = opacus_rdp.compute_rdp(q=q, noise_multiplier=1.1, steps=20, orders=[alpha])[0]
-        assert conv.dpsgd_epsilon_alpha(1.1, q, 20, alpha) == pytest.approx(expected, rel=1e-14)
+# The sampled Gaussian mechanism (Mironov, Talwar & Zhang 2019, "Rényi Differential Privacy of
+# the Sampled Gaussian Mechanism", arXiv:1908.10530): one step of DP-SGD with Poisson rate q and
+# noise multiplier σ is (α, log(A_α)/(α − 1))-RDP with
+#     A_α = E_{z ~ μ0}[(μ(z)/μ0(z))^α],  μ0 = N(0, σ²),  μ = (1 − q) N(0, σ²) + q N(1, σ²)
+# (their Sec. 3.3, Theorem 4 for the order of the two laws). For integer α the binomial expansion
+# of ((1 − q) + q e^{(2z − 1)/(2σ²)})^α and E_{μ0}[e^{k(2z − 1)/(2σ²)}] = e^{(k² − k)/(2σ²)} give
+# their closed form (Sec. 3.3, "integer α")
+#     A_α = Σ_{k=0}^{α} C(α, k) (1 − q)^{α − k} q^k exp((k² − k)/(2σ²)).
+# T steps compose additively (Mironov 2017, Prop. 1).
+
+
+def _sgm_epsilon_integer_alpha(sigma, q, steps, alpha: int) -> float:
+    import mpmath  # a dev dependency (pyproject); never skipped
+
+    with mpmath.workdps(50):
+        s, q_ = mpmath.mpf(sigma), mpmath.mpf(q)
+        a = mpmath.fsum(
+            mpmath.binomial(alpha, k)
+            * (1 - q_) ** (alpha - k)
+            * q_**k
+            * mpmath.exp(mpmath.mpf(k * k - k) / (2 * s**2))
+            for k in range(alpha + 1)
+        )
+        return float(steps * mpmath.log(a) / (alpha - 1))
+
+
+def _sgm_epsilon_by_quadrature(sigma, q, steps, alpha) -> float:
+    # A_α = ∫ μ0(z) ((1 − q) + q e^{(2z − 1)/(2σ²)})^α dz, integrated numerically.
+    from scipy import integrate
+
+    def integrand(z):
+        # In logs: the ratio's exponential overflows where the Gaussian density has underflowed.
+        log_ratio = np.logaddexp(math.log1p(-q), math.log(q) + (2.0 * z - 1.0) / (2.0 * sigma**2))
+        return math.exp(stats.norm.logpdf(z, scale=sigma) + alpha * log_ratio)
+
+    a, _ = integrate.quad(integrand, -np.inf, np.inf, epsabs=0.0, epsrel=1e-10, limit=200)
+    return steps * math.log(a) / (alpha - 1.0)
+
+
+@pytest.mark.parametrize(
+    ("sigma", "q", "steps", "alpha"),
+    [(1.1, 0.01, 20, 2), (1.1, 0.3, 20, 3), (1.1, 0.9, 20, 8), (0.7, 0.05, 1, 2), (3.0, 0.5, 7, 8)],
+)
+def test_dpsgd_epsilon_alpha_matches_the_sgm_closed_form_at_integer_orders(sigma, q, steps, alpha):
+    """Catches a wrong subsampled-Gaussian RDP (the Opacus call mis-wired: σ and q swapped,
+    steps not composed, another order or the reverse direction) against Mironov, Talwar & Zhang's
+    closed form for integer α, summed exactly in 50-digit arithmetic."""
+    expected = _sgm_epsilon_integer_alpha(sigma, q, steps, alpha)
+    assert conv.dpsgd_epsilon_alpha(sigma, q, steps, float(alpha)) == pytest.approx(
+        expected, rel=1e-10
+    )
+
+
+@pytest.mark.parametrize(
+    ("sigma", "q", "steps", "alpha"),
+    [(1.1, 0.3, 20, 1.25), (1.1, 0.01, 20, 2.5), (2.0, 0.2, 5, 3.7), (0.8, 0.05, 3, 1.5)],
+)
+def test_dpsgd_epsilon_alpha_matches_quadrature_at_fractional_orders(sigma, q, steps, alpha):
+    """Catches a wrong RDP at fractional α (where Opacus uses a series, not the integer-order
+    sum): the same A_α integrated numerically. The tolerance, 1e-6 relative, is loose against
+    the quadrature's 1e-10 target and tight against any real error (a swapped direction or a
+    wrong order changes ε by percents)."""
+    expected = _sgm_epsilon_by_quadrature(sigma, q, steps, alpha)
+    assert conv.dpsgd_epsilon_alpha(sigma, q, steps, alpha) == pytest.approx(expected, rel=1e-6)
+
+
+def test_the_two_independent_sgm_references_agree():
+    """The quadrature reference against the exact integer-order sum, so that neither reference
+    is trusted alone."""
+    for sigma, q, steps, alpha in [(1.1, 0.3, 20, 2), (0.9, 0.1, 4, 3), (2.0, 0.5, 1, 8)]:
+        assert _sgm_epsilon_by_quadrature(sigma, q, steps, alpha) == pytest.approx(
+            _sgm_epsilon_integer_alpha(sigma, q, steps, alpha), rel=1e-8
+        )
 
 
 @pytest.mark.parametrize("alpha", [1.25, 2.0, 8.0])
