@@ -28,8 +28,11 @@ from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
 from rdpest.auditing.dpsgd.stacking import (
     MAX_STACK,
     MAX_STACK_CUDA,
+    TESTED_OPACUS,
     StackedLinear,
     auto_stack_size,
+    opacus_supports_stacking,
+    opacus_version_message,
     stack_model,
     stackable,
     unstack_model,
@@ -38,6 +41,13 @@ from rdpest.auditing.dpsgd.training import train_dp_sgd, train_dp_sgd_many
 from tests.helpers import flat_parameters
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
+# Stacked training specialises two Opacus methods of the releases it was checked against and is
+# refused on any other (stacking.TESTED_OPACUS); tests that train stacked are skipped there, and
+# test_stacking_is_refused_on_an_unchecked_opacus_release checks the refusal itself.
+NEEDS_STACKING = pytest.mark.skipif(
+    not opacus_supports_stacking(),
+    reason=f"stacking is refused on this Opacus release: {opacus_version_message()}",
+)
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +82,7 @@ def _relu_no_bias():
 
 # ------------------------------------------------------------------------------------------------
 # each stacked copy is the single Opacus run with its seed
+@NEEDS_STACKING
 @pytest.mark.parametrize("name", ["lr", "mlp", "relu_no_bias"])
 @pytest.mark.parametrize("noise_multiplier", [0.0, 1.0])
 def test_each_stacked_copy_is_the_single_run_with_its_seed(data, name, noise_multiplier):
@@ -95,6 +106,7 @@ def test_each_stacked_copy_is_the_single_run_with_its_seed(data, name, noise_mul
         assert not torch.allclose(flat_parameters(many[0]), flat_parameters(many[1]), atol=1e-4)
 
 
+@NEEDS_STACKING
 @pytest.mark.parametrize("frozen", ["0.weight", "0.bias", "2.weight"])
 def test_frozen_parameters_stay_frozen_as_in_a_single_run(frozen):
     # A frozen layer is left out of Opacus's norms, noise and step; stacked copies must do the
@@ -113,6 +125,7 @@ def test_frozen_parameters_stay_frozen_as_in_a_single_run(frozen):
         assert not stacked.get_parameter(frozen).requires_grad
 
 
+@NEEDS_STACKING
 def test_stacked_noise_is_sigma_c_per_copy_and_independent_across_copies():
     # As in test_noise_is_sigma_c_on_the_summed_gradient: C = 1e-6 makes the clipped gradient
     # negligible, so one step of size 1 moves every parameter of copy k by -N(0, (σC)²) drawn
@@ -140,6 +153,7 @@ def test_stacked_noise_is_sigma_c_per_copy_and_independent_across_copies():
     assert np.all(np.abs(corr[np.triu_indices(3, 1)]) < 0.4)
 
 
+@NEEDS_STACKING
 def test_stacking_leaves_the_model_and_global_rng_alone(data):
     X, y = data
     model = _model("lr")
@@ -198,6 +212,7 @@ def test_what_can_be_stacked():
     assert not stackable(nn.Sequential(MyLinear(4, 2)))
 
 
+@NEEDS_STACKING
 def test_auto_stack_size_caps_memory():
     assert auto_stack_size(make_model("lr", 64, 10), 900) == MAX_STACK
     assert auto_stack_size(make_model("lr", 64, 10), 900, device="cuda") == MAX_STACK_CUDA
@@ -208,6 +223,7 @@ def test_auto_stack_size_caps_memory():
     assert 1 < auto_stack_size(make_model("lr", 784, 10), 10_000) < MAX_STACK
 
 
+@NEEDS_STACKING
 def test_resolve_stack_runs():
     lr, cnn = make_model("lr", 64, 10), make_model("cnn", 64, 10)
     common = {"n_rows": 900, "input_ndim": 2}
@@ -228,6 +244,7 @@ def test_resolve_stack_runs():
         resolve_stack_runs(4, lr, sample_rate=1.0, grad_sample_mode="hooks", **common)
 
 
+@NEEDS_STACKING
 def test_train_dp_sgd_many_rejects_bad_input(data):
     X, y = data
     with pytest.raises(ValueError, match=r"nn\.Sequential of nn\.Linear"):
@@ -256,6 +273,7 @@ def _run(data, stack_runs="auto", **settings):
     return DPSGDRun("lr", X, y, canary, config=config, stack_runs=stack_runs)
 
 
+@NEEDS_STACKING
 def test_score_many_equals_one_call_per_seed(data):
     stacked, single = _run(data, stack_runs=3), _run(data, stack_runs=1)
     assert stacked.runs_per_call == 3 and single.runs_per_call == 1
@@ -355,6 +373,7 @@ _STACKED_AUDIT = {
 }
 
 
+@NEEDS_STACKING
 def test_stacked_audit_is_identical_for_any_n_jobs_and_after_interruption(tmp_path):
     options = _STACKED_AUDIT
     one = DPSGDAuditor(n_jobs=1, **options).auditor().collect()
@@ -374,19 +393,58 @@ def test_stacked_audit_is_identical_for_any_n_jobs_and_after_interruption(tmp_pa
     np.testing.assert_array_equal(resumed[1], one[1])
 
 
-def test_stacking_needs_a_checked_opacus_release(data, monkeypatch):
+@pytest.mark.parametrize("version", ["1.7.0", "9.0.0", "1.4.2"])
+def test_stacking_is_refused_on_an_unchecked_opacus_release(data, monkeypatch, version):
+    """Catches stacked training on an Opacus release it was not checked against (its two
+    specialised Opacus methods may no longer mirror Opacus's, silently changing the noise or the
+    clipping of every stacked run): "auto" falls back to one run at a time, giving the plain
+    runs' scores, and an explicit stack size, or train_dp_sgd_many, is refused naming the
+    release; an audit asking for a stack is refused before it pretrains."""
     import opacus
 
-    monkeypatch.setattr(opacus, "__version__", "9.0.0")
+    monkeypatch.setattr(opacus, "__version__", version)
+    assert not opacus_supports_stacking()
+    assert version in opacus_version_message() and TESTED_OPACUS[0] in opacus_version_message()
     lr = make_model("lr", 64, 10)
     assert resolve_stack_runs("auto", lr, n_rows=900, input_ndim=2, sample_rate=1.0) == 1
-    with pytest.raises(ValueError, match="checked against Opacus"):
+    assert auto_stack_size(lr, 900) == 1
+    with pytest.raises(ValueError, match=rf"checked against Opacus.*not the installed {version}"):
         resolve_stack_runs(4, lr, n_rows=900, input_ndim=2, sample_rate=1.0)
     X, y = data
     with pytest.raises(ValueError, match="checked against Opacus"):
         train_dp_sgd_many(lr, X, y, seeds=[1], noise_multiplier=1.0)
+    # The fallback trains the runs one by one: score_many gives exactly the single runs' scores.
+    fallback = _run(data)
+    assert fallback.runs_per_call == 1
+    seeds = [5, 6]
+    assert fallback.score_many(True, seeds) == [fallback(True, s) for s in seeds]
+    with pytest.raises(ValueError, match=r"stack_runs=4 is not possible.*checked against Opacus"):
+        _run(data, stack_runs=4)
+
+    def no_training(*args, **kw):
+        raise AssertionError("pretraining started before the stack size was checked")
+
+    monkeypatch.setattr(dpsgd_module, "pretrain", no_training)
+    with pytest.raises(ValueError, match=r"stack_runs=4 is not possible.*checked against Opacus"):
+        DPSGDAuditor(noise_multiplier=1.0, stack_runs=4, n_runs=20).build()
 
 
+def test_the_installed_opacus_is_recognised_by_its_release():
+    """Catches a version check that compares the wrong part of the version (a patch release of
+    a checked minor release must stack, another minor release must not)."""
+    import opacus
+
+    assert opacus_supports_stacking() == (
+        ".".join(opacus.__version__.split(".")[:2]) in TESTED_OPACUS
+    )
+    for release in TESTED_OPACUS:
+        for version in (f"{release}.0", f"{release}.7", f"{release}.1.dev3"):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(opacus, "__version__", version)
+                assert opacus_supports_stacking(), version
+
+
+@NEEDS_STACKING
 def test_stacked_audit_on_a_dask_local_cluster_gives_identical_results(dask_backend):
     options = _STACKED_AUDIT
     expected = DPSGDAuditor(n_jobs=1, **options).auditor().collect()
@@ -407,6 +465,7 @@ def test_impossible_stack_runs_fails_before_pretraining(monkeypatch):
         DPSGDAuditor(noise_multiplier=1.0, stack_runs="many", n_runs=20).build()
 
 
+@NEEDS_STACKING
 @CUDA
 def test_cuda_stacked_runs_equal_single_runs(data):
     X, y = data
