@@ -381,12 +381,29 @@ def test_dpsgd_run_pickles_and_reproduces(small_audit):
 
 
 def test_dpsgd_run_cnn_and_default_initialisation(digits):
+    """Catches a DPSGDRun that composes its run differently from the documented pipeline: the
+    model's default initialisation under seed 0 (the same for every run), the canary appended to
+    the data only with include_canary, DP-SGD's step normalised by the size WITHOUT the canary
+    in both arms, and the canary's cross-entropy after training. Each score is rebuilt here from
+    the public building blocks and must match exactly."""
     X, y = digits
     X, y = X[:60], y[:60]
     config = DPSGDConfig(noise_multiplier=1.0, steps=2)
-    run = DPSGDRun("cnn", X, y, make_canary("blank", X, y), None, config=config)
+    canary = make_canary("blank", X, y)
+    run = DPSGDRun("cnn", X, y, canary, None, config=config)
     value = run(True, seed=0)
-    assert np.isfinite(value) and value == pickle.loads(pickle.dumps(run))(True, seed=0)
+    assert value == pickle.loads(pickle.dumps(run))(True, seed=0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = make_model("cnn", 64, run.n_classes)
+    x_c, y_c = canary
+    data = {False: (X, y), True: (np.concatenate([X, x_c[None]]), np.r_[y, y_c])}
+    for include, seed in ((True, 0), (False, 0), (True, 3)):
+        X_run, y_run = data[include]
+        trained = train_dp_sgd(
+            model, X_run, y_run, noise_multiplier=1.0, steps=2, seed=seed, expected_batch_size=60
+        )
+        assert run(include, seed) == canary_loss(trained, x_c, y_c), (include, seed)
 
 
 def test_canary_loss_matches_cross_entropy_and_unwraps_opacus():
