@@ -53,3 +53,29 @@ def dask_backend():
             yield
 
     return backend
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Report the session's statistical assertions against the suite's error budget."""
+    from tests.helpers import COVERAGE_PVALUE, MAX_STATISTICAL_ASSERTIONS, STATISTICAL_ASSERTIONS
+
+    count = STATISTICAL_ASSERTIONS["count"]
+    if count:
+        terminalreporter.write_line(
+            f"statistical assertions: {count} at level {COVERAGE_PVALUE:g} each (at most "
+            f"{MAX_STATISTICAL_ASSERTIONS}): chance of a spurious failure <= "
+            f"{count * COVERAGE_PVALUE:.2%}"
+        )
+
+
+def pytest_sessionfinish(session):
+    """Fail a session whose statistical assertions exceed the error budget's family size."""
+    from tests.helpers import MAX_STATISTICAL_ASSERTIONS, STATISTICAL_ASSERTIONS
+
+    if STATISTICAL_ASSERTIONS["count"] > MAX_STATISTICAL_ASSERTIONS:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(
+            f"\nthe session made {STATISTICAL_ASSERTIONS['count']} statistical assertions, more "
+            f"than the {MAX_STATISTICAL_ASSERTIONS} the error budget in tests/helpers.py allows: "
+            "raise the family size and lower COVERAGE_PVALUE with it"
+        )

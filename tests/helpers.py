@@ -1,18 +1,71 @@
 """Helper functions shared by the tests: statistical assertions and tensor utilities."""
 
+from functools import cache
+
 from scipy import stats
 
-# Coverage tolerance: a bound with miscoverage exactly beta misses the truth k ~ Binomial(R, beta)
-# times in R repetitions. A test fails only when the one-sided binomial test rejects
-# "miscoverage <= beta" at level 1e-3, so a valid bound fails spuriously in < 0.1% of seeds.
-COVERAGE_PVALUE = 1e-3
+# The suite's error budget. A valid bound with miscoverage beta misses the truth
+# k ~ Binomial(R, beta) times in R seeded repetitions; a statistical assertion fails when a
+# one-sided binomial test rejects "miscoverage <= beta" at COVERAGE_PVALUE. Every statistical
+# assertion goes through this module and is counted (tests/conftest.py reports the count and fails
+# a session that makes more than MAX_STATISTICAL_ASSERTIONS). Bonferroni over the family: one
+# pytest session fails spuriously (a valid estimator, unlucky seeds) with probability at most
+# MAX_STATISTICAL_ASSERTIONS * COVERAGE_PVALUE = SUITE_ERROR_BUDGET = 1%, so CI's two sessions
+# (the default run and `-m slow`) at most 2%.
+SUITE_ERROR_BUDGET = 0.01
+MAX_STATISTICAL_ASSERTIONS = 500
+COVERAGE_PVALUE = SUITE_ERROR_BUDGET / MAX_STATISTICAL_ASSERTIONS
+
+#: How many statistical assertions this session has made (read by tests/conftest.py).
+STATISTICAL_ASSERTIONS = {"count": 0}
+
+
+def _counted() -> None:
+    STATISTICAL_ASSERTIONS["count"] += 1
+
+
+@cache
+def rejection_count(repetitions: int, beta: float, level: float = COVERAGE_PVALUE) -> int:
+    """The fewest misses in ``repetitions`` that :func:`assert_coverage` rejects at ``beta``."""
+    # P(Bin(R, beta) >= k) <= level  <=>  binom.sf(k - 1) <= level; sf decreases in k.
+    k = int(stats.binom.isf(level, repetitions, beta))
+    while k > 0 and stats.binom.sf(k - 2, repetitions, beta) <= level:
+        k -= 1
+    while stats.binom.sf(k - 1, repetitions, beta) > level:
+        k += 1
+    return k
+
+
+def coverage_power(repetitions: int, beta: float, miss_rate: float) -> float:
+    """Probability that :func:`assert_coverage` fails a certificate whose true miss rate is
+    ``miss_rate`` (its power against that rate)."""
+    return float(stats.binom.sf(rejection_count(repetitions, beta) - 1, repetitions, miss_rate))
+
+
+def repetitions_for_power(beta: float, power: float = 0.8, factor: float = 2.0) -> int:
+    """The fewest repetitions (a multiple of 10) at which :func:`assert_coverage` detects a miss
+    rate of ``factor * beta`` with probability at least ``power``."""
+    repetitions = 10
+    while coverage_power(repetitions, beta, factor * beta) < power:
+        repetitions += 10
+    return repetitions
 
 
 def assert_coverage(failures: int, repetitions: int, beta: float) -> None:
     """Fail when ``failures`` misses in ``repetitions`` are too many for miscoverage <= beta."""
+    _counted()
     pvalue = stats.binomtest(int(failures), repetitions, beta, alternative="greater").pvalue
     assert pvalue > COVERAGE_PVALUE, (
         f"{failures}/{repetitions} bounds missed the truth (beta={beta}, p-value {pvalue:.2g})"
+    )
+
+
+def assert_binomial_rate(successes: int, trials: int, rate: float) -> None:
+    """Fail when ``successes`` in ``trials`` is implausible (two-sided) for a true ``rate``."""
+    _counted()
+    pvalue = stats.binomtest(int(successes), trials, rate).pvalue
+    assert pvalue > COVERAGE_PVALUE, (
+        f"{successes}/{trials} is implausible for rate {rate} (p-value {pvalue:.2g})"
     )
 
 
