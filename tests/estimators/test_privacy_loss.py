@@ -4,7 +4,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
 from rdpest.estimators.privacy_loss import HoeffdingRenyiBound, MarkovRenyiBound
