@@ -25,6 +25,11 @@ ESTIMATORS = {
 }
 
 
+#: The exit status of ``rdpest audit --fail-on-violation`` when the audit finds a violation (0 is
+#: success, 1 an error, 2 a usage error, 130 an interrupt).
+EXIT_VIOLATION = 3
+
+
 def _estimator(args):
     import rdpest
 
@@ -212,6 +217,8 @@ def _cmd_audit(args) -> int:
         print(result.summary())
         print(f"result: {out / 'result.json'}; samples: {out / 'O.npy'}, {out / 'O_prime.npy'}")
         print(figure)
+    if args.fail_on_violation and result.verdict == "violation":
+        return EXIT_VIOLATION
     return 0
 
 
@@ -285,6 +292,12 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     audit.add_argument("--seed", type=int, default=0)
     audit.add_argument("--json", action="store_true", help="print the result as JSON")
+    audit.add_argument(
+        "--fail-on-violation",
+        action="store_true",
+        help=f"exit with status {EXIT_VIOLATION} when the verdict is a violation (for CI pipelines;"
+        " 0: no violation, 1: an error, 2: bad arguments)",
+    )
     audit.set_defaults(func=_cmd_audit)
 
     bench = sub.add_parser("bench", help="run the known-divergence benchmark")

@@ -200,7 +200,12 @@ def _check_audit_result(out: Path) -> None:
     assert estimates["bernoulli"]["divergence"] == bernoulli.divergence_
     assert estimates["bernoulli"]["lower_bound"] == bernoulli.lower_bound_
     violation = any(e["lower_bound"] > result["claimed_epsilon"] for e in certified)
-    assert result["verdict"] == ("violation" if violation else "consistent")
+    if violation:
+        assert result["verdict"] == "violation"
+    else:  # underpowered exactly when no certified bound could have exceeded the claim
+        ceiling = result["power"]["max_certifiable"]
+        expected = "underpowered" if ceiling <= result["claimed_epsilon"] else "not_refuted"
+        assert result["verdict"] == expected
 
 
 def test_bench_quick(tmp_path, capsys):
@@ -237,3 +242,22 @@ def test_usage_errors_exit_2():
         [sys.executable, "-m", "rdpest", "--help"], capture_output=True, text=True
     )
     assert help_.returncode == 0 and "quickstart" in help_.stdout
+
+
+@pytest.mark.parametrize(("verdict", "status"), [("violation", 3), ("not_refuted", 0)])
+def test_fail_on_violation_exit_status(tmp_path, monkeypatch, capsys, verdict, status):
+    """``--fail-on-violation`` exits with 3 on a violation and 0 otherwise (CI pipelines tell a
+    refuted claim from an error, 1, and bad arguments, 2). The audit itself is replaced by a
+    fixed result: the status must follow the verdict, whatever the training gave."""
+    from rdpest.auditing import AuditResult
+    from rdpest.auditing.dpsgd.auditor import DPSGDAuditor
+    from rdpest.cli import EXIT_VIOLATION
+
+    estimates = {"dv": {"divergence": 2.0, "lower_bound": 1.5, "certified": True, "beta": 0.05}}
+    fixed = AuditResult(np.zeros(4), np.ones(4), 1.0, 2.0, 0.05, estimates, verdict, {})
+    monkeypatch.setattr(DPSGDAuditor, "run", lambda self: fixed)
+    argv = ["audit", "--runs", "12", "--steps", "3", "--n-jobs", "1", "--out", str(tmp_path)]
+    assert main([*argv, "--fail-on-violation"]) == status
+    assert EXIT_VIOLATION == 3 not in (0, 1, 2)
+    assert f"verdict: {verdict.upper().replace('_', ' ')}" in capsys.readouterr().out
+    assert main(argv) == 0  # without the flag a violation is a finding, not a failure

@@ -4,7 +4,10 @@ The auditor calls ``score_fn(include_canary, seed)`` ``n_runs`` times with the c
 times without it, collecting O′ and O (the canary's score after each run), then fits every
 estimator to (O′, O) with ``direction="max"`` — an (α, ε_α)-RDP claim bounds both directions — and
 returns an :class:`AuditResult`. The verdict is "violation" when a certified lower bound exceeds
-the claimed ε_α (Kim, Varshney & Alabi 2026, Lemma 2.5: a level-β test of the claim).
+the claimed ε_α (Kim, Varshney & Alabi 2026, Lemma 2.5: a level-β test of the claim); otherwise
+"underpowered" when no certified bound could exceed the claim at these sample sizes (the
+certificates' ceiling, :mod:`rdpest.auditing.power`), else "not_refuted", reported with the
+ε_α the audit would have detected.
 
 Validity of the verdict: the certified estimators share the level β (each gets β/k), so the
 probability of accusing an honest pipeline is at most β by a union bound.
@@ -29,6 +32,7 @@ from sklearn.base import clone
 from tqdm.auto import tqdm
 
 from rdpest.auditing.identity import score_fn_identity
+from rdpest.auditing.power import audit_power, verdict_of
 from rdpest.auditing.result import AuditResult, provenance
 from rdpest.auditing.store import RunStore
 from rdpest.estimators.base import RenyiEstimatorBase
@@ -388,6 +392,11 @@ class Auditor:
                 "beta": level,
             }
         violation = any(e["certified"] and e["lower_bound"] > claimed for e in estimates.values())
+        levels = {
+            name: clone(template).set_params(beta=estimates[name]["beta"], direction="max")
+            for name, template in estimators.items()
+        }
+        power = audit_power(levels, len(with_), len(without), claimed, float(self.alpha))
         pipeline = self.config if self.config is not None else _identity_or_name(self.score_fn)
         return AuditResult(
             losses_without_canary=np.asarray(without, dtype=float),
@@ -396,13 +405,14 @@ class Auditor:
             alpha=float(self.alpha),
             beta=float(self.beta),
             estimates=estimates,
-            verdict="violation" if violation else "consistent",
+            verdict=verdict_of(violation, power, claimed),
             config={
                 "pipeline": pipeline,
                 "random_state": int(self.random_state),
                 "n_runs": int(self.n_runs),
             },
             provenance=provenance(),
+            power=power,
         )
 
 

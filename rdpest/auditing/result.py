@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from rdpest.auditing.power import power_sentence
 from rdpest.utils.io import atomic_write_text, refuse_symlink
 
 __all__ = ["AuditResult", "provenance"]
@@ -68,10 +69,17 @@ class AuditResult:
     estimates : dict of str to dict
         Per estimator: ``divergence`` (point estimate), ``lower_bound``, ``certified``, ``beta``
         (its share of the level) and ``estimator`` (its class name).
-    verdict : {"violation", "consistent"}
-        "violation" when a certified lower bound exceeds the claim.
+    verdict : {"violation", "not_refuted", "underpowered"}
+        "violation" when a certified lower bound exceeds the claim (false with probability at
+        most ``beta``); "underpowered" when no certified bound could have exceeded it at these
+        sample sizes (``power["max_certifiable"]`` is at or below the claim); "not_refuted"
+        otherwise, with ``power["detectable_epsilon"]`` saying what the audit would have seen.
     config : dict
         The audit's configuration (training settings, seeds, store).
+    power : dict
+        What the audit could have seen (:mod:`rdpest.auditing.power`): ``max_certifiable``,
+        ``detectable_epsilon`` (None when nothing above the claim is detectable),
+        ``target_power`` and ``reference_model``. Empty for results written before it existed.
     provenance : dict
         Versions of rdpest, Python, numpy, torch and Opacus and the UTC time the result was made
         (:func:`provenance`).
@@ -80,9 +88,9 @@ class AuditResult:
     --------
     >>> r = AuditResult(np.zeros(3), np.ones(3), 1.0, 2.0, 0.05,
     ...                 {"dv": {"divergence": 0.5, "lower_bound": 0.1, "certified": True,
-    ...                         "beta": 0.05, "estimator": "DVRenyiEstimator"}}, "consistent", {})
+    ...                         "beta": 0.05, "estimator": "DVRenyiEstimator"}}, "not_refuted", {})
     >>> AuditResult.from_json(r.to_json()).verdict
-    'consistent'
+    'not_refuted'
     """
 
     losses_without_canary: np.ndarray
@@ -94,6 +102,7 @@ class AuditResult:
     verdict: str
     config: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
+    power: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_runs(self) -> int:
@@ -112,6 +121,7 @@ class AuditResult:
             "verdict": self.verdict,
             "config": self.config,
             "provenance": self.provenance,
+            "power": self.power,
         }
         text = json.dumps(payload, indent=2, default=_jsonable)
         if path is not None:
@@ -164,13 +174,15 @@ class AuditResult:
                 f"{name:<16}{e['divergence']:>10.4f}{e['lower_bound']:>13.4f}"
                 f"{1 - e['beta']:>8.3f}  {'yes' if e['certified'] else 'no (assumption)'}"
             )
-        reason = (
-            "a certified lower bound exceeds the claim"
-            if self.verdict == "violation"
-            else "no certified lower bound exceeds the claim"
-        )
-        lines.append(f"verdict: {self.verdict.upper()} ({reason})")
+        lines.append(f"verdict: {self.verdict.upper().replace('_', ' ')}")
+        lines.append(self.verdict_sentence())
         return "\n".join(lines)
+
+    def verdict_sentence(self) -> str:
+        """The verdict in words, with what the audit could have detected."""
+        return power_sentence(
+            self.verdict, self.power, self.n_runs, self.alpha, self.claimed_epsilon
+        )
 
     def plot(self, path=None):
         """Histograms of O and O′, with the bounds against the claim (needs matplotlib).
@@ -204,7 +216,7 @@ class AuditResult:
         ax_bounds.set_xlim(0.0, 1.15 * max([*points, *bounds, self.claimed_epsilon, 1e-3]))
         ax_bounds.set_xlabel(f"D_{self.alpha:g} (grey: not certified)")
         ax_bounds.legend(loc="best", fontsize="small")
-        fig.suptitle(f"verdict: {self.verdict}")
+        fig.suptitle(self.verdict_sentence(), fontsize="small", wrap=True)
         fig.tight_layout()
         if path is not None:
             fig.savefig(path, dpi=120)
@@ -259,6 +271,6 @@ def _checked_payload(payload: dict, where: str) -> dict[str, Any]:
         "verdict": need("verdict", str, "a string"),
         **{
             key: value if isinstance(value := payload.get(key, {}), dict) else {}
-            for key in ("config", "provenance")
+            for key in ("config", "provenance", "power")
         },
     }

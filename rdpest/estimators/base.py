@@ -15,6 +15,7 @@ most β/2 + β/2 (union bound).
 
 from __future__ import annotations
 
+import math
 import sys
 from abc import ABCMeta, abstractmethod
 from numbers import Real
@@ -26,7 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from rdpest.estimators.results import DirectionResult
-from rdpest.utils.validation import MAX_ALPHA, MIN_BETA, seed_from_random_state
+from rdpest.utils.validation import MAX_ALPHA, MIN_BETA, check_int, seed_from_random_state
 
 __all__ = ["DirectionResult", "RenyiEstimatorBase"]
 
@@ -98,6 +99,51 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         assumption for some parameters (e.g. an exact log ratio) override it.
         """
         return True
+
+    def max_certifiable(self, n_p: int, n_q: int) -> float:
+        """The largest lower bound ``fit`` can certify from ``n_p`` and ``n_q`` rows, whatever
+        their values, with the current parameters (``beta``, ``direction``, splits).
+
+        A ceiling: perfectly separated samples reach it, and no sample of these sizes gives a
+        larger bound. An audit whose claim is at or above every certified estimator's ceiling
+        could not have refuted it, whatever the training did. 0.0 for an estimator that will not
+        be certified; ``inf`` where the bound has no ceiling that depends on the sample sizes
+        alone (the default; the estimators that certify through a held-out split override it).
+
+        Examples
+        --------
+        >>> from rdpest import BernoulliTPRFPRBaseline
+        >>> est = BernoulliTPRFPRBaseline(alpha=2.0, beta=0.05, direction="max")
+        >>> 0 < est.max_certifiable(20, 20) < est.max_certifiable(1000, 1000) < 10
+        True
+        """
+        n_p = check_int(n_p, "n_p", minimum=1)
+        n_q = check_int(n_q, "n_q", minimum=1)
+        self._validate_params()
+        self._check_params()
+        if not self.will_be_certified():
+            return 0.0
+        beta = float(self.beta) / (2 if self.direction == "max" else 1)
+        sizes = {"forward": (n_p, n_q), "reverse": (n_q, n_p)}
+        directions = ["forward", "reverse"] if self.direction == "max" else [self.direction]
+        return float(max(self._max_certifiable_direction(*sizes[d], beta) for d in directions))
+
+    def _max_certifiable_direction(self, n_p: int, n_q: int, beta: float) -> float:
+        """:meth:`max_certifiable` of one direction, P with ``n_p`` rows and Q with ``n_q``."""
+        return math.inf
+
+    def _threshold_design(self, n_p: int, n_q: int) -> tuple[int, int, float, float] | None:
+        """How this estimator certifies a threshold test in its forward direction from ``n_p``
+        and ``n_q`` rows: (certifying rows of P, of Q, Clopper–Pearson level of the TPR, of the
+        FPR), Bonferroni limits; None if it certifies no threshold test (or is uncertified).
+        Used to predict an audit's power (:mod:`rdpest.stats.power`)."""
+        if not self.will_be_certified():
+            return None
+        beta = float(self.beta) / (2 if self.direction == "max" else 1)
+        return self._threshold_design_direction(n_p, n_q, beta)
+
+    def _threshold_design_direction(self, n_p: int, n_q: int, beta: float):
+        return None
 
     def _check_params(self) -> None:
         """Cross-parameter checks that constraints cannot express (override as needed)."""

@@ -19,6 +19,7 @@ critic, a classifier objective by default, sample splitting and certified confid
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from numbers import Integral, Real
 
@@ -36,12 +37,39 @@ from rdpest.stats.bounds import MEAN_BOUND_METHODS
 from rdpest.stats.certificates import (
     CERTIFICATE_KINDS,
     CONFIDENCE_REGIONS,
+    _certified_dv_bracket,
     _certify_critic,
     _dv_bracket,
 )
+from rdpest.stats.threshold_tests import _certified_threshold_bound
 from rdpest.utils.torch_helpers import resolve_device
 
 __all__ = ["DVRenyiEstimator"]
+
+
+@functools.lru_cache(maxsize=256)
+def _separated_bracket_ceiling(
+    n_p: int, n_q: int, alpha: float, beta: float, critic_bound: float, method: str, region: str
+) -> float:
+    """The bracket certificate of perfectly separated critic values (P's at the top of the
+    window, Q's at its bottom), for the best window width up to 2·critic_bound.
+
+    A coarse grid of widths, then a finer one around the best (the bound is unimodal in the
+    width: wider windows raise the Q moment's contrast and lower the P moment's floor).
+    """
+
+    def at(width: float) -> float:
+        half = width / 2
+        return _certified_dv_bracket(
+            np.full(n_p, half), np.full(n_q, -half), alpha, beta, -half, half, method, region
+        ).lower_bound
+
+    widths = np.geomspace(1e-2, 2 * critic_bound, 12)
+    values = [at(float(w)) for w in widths]
+    i = int(np.argmax(values))
+    fine = np.geomspace(widths[max(i - 1, 0)], widths[min(i + 1, len(widths) - 1)], 9)
+    return float(max(0.0, *values, *(at(float(w)) for w in fine)))
+
 
 _EVAL_CHUNK = 65536
 
@@ -274,6 +302,43 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     def min_samples_per_side(self) -> int:
         # The smallest n whose parts have >= 2 rows to fit, >= 1 to validate and >= 2 to certify.
         return min_dv_sample_size(self.test_fraction, self.validation_fraction)
+
+    def _max_certifiable_direction(self, n_p: int, n_q: int, beta: float) -> float:
+        # The critic's values lie in (-M, M), M = critic_bound. Perfect separation (every
+        # certifying P value at the top of a window, every Q value at its bottom) gives each
+        # certificate its largest bound: the threshold test's counts (n, 0), and the bracket's
+        # moments at their extremes, for the best window width up to 2M (a grid of widths).
+        test_p, test_q = self._split_sizes(n_p)[2], self._split_sizes(n_q)[2]
+        folds = [(test_p, test_q)]
+        if self.cross_fit:
+            folds.append((n_p - test_p, n_q - test_q))
+        fold_beta = beta / len(folds)
+        alpha, bound = float(self.alpha), float(self.critic_bound)
+        best = 0.0
+        for m_p, m_q in folds:
+            if self.certificate != "bracket":
+                ones, zeros = np.ones(m_p), np.zeros(m_q)
+                cert = _certified_threshold_bound(
+                    ones, zeros, alpha, fold_beta, 0.5, "upper", self.confidence_region
+                )
+                best = max(best, cert.lower_bound)
+            if self.certificate != "threshold":
+                best = max(
+                    best,
+                    _separated_bracket_ceiling(
+                        m_p, m_q, alpha, fold_beta, bound, self.confidence, self.confidence_region
+                    ),
+                )
+        return float(best)
+
+    def _threshold_design_direction(self, n_p: int, n_q: int, beta: float):
+        # The first fold's certifying part; Bonferroni limits at the fold's level (the joint
+        # region is tighter, so a prediction made with these errs on the side of less power).
+        if self.certificate == "bracket":
+            return None
+        fold_beta = beta / (2 if self.cross_fit else 1)
+        m_p, m_q = self._split_sizes(n_p)[2], self._split_sizes(n_q)[2]
+        return m_p, m_q, fold_beta / 2, fold_beta / 2
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, Y=None):

@@ -1,0 +1,108 @@
+"""What an audit could have seen: certificate ceilings, detectable divergences, three verdicts."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator
+from rdpest.auditing import Auditor, AuditResult, GaussianMechanismScore
+from rdpest.stats.bounds import clopper_pearson_lower_bound, clopper_pearson_upper_bound
+from rdpest.stats.divergences import bernoulli_renyi_divergence
+from rdpest.stats.power import detectable_divergence, threshold_power
+
+SMALL_DV = {"hidden_layer_sizes": (8,), "max_epochs": 20}
+
+
+def test_bernoulli_ceiling_is_the_clopper_pearson_divergence_of_perfect_separation():
+    """Bug caught: a ceiling at the wrong level or split (e.g. beta not halved for "max")."""
+    est = BernoulliTPRFPRBaseline(alpha=2.0, beta=0.05, direction="max")
+    n_test = 100  # test_fraction 0.5 of 200 rows; beta/2 per direction, beta/4 per rate
+    expected = bernoulli_renyi_divergence(
+        2.0,
+        clopper_pearson_lower_bound(n_test, n_test, 0.0125),
+        clopper_pearson_upper_bound(0, n_test, 0.0125),
+    )
+    assert est.max_certifiable(200, 200) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "est",
+    [
+        BernoulliTPRFPRBaseline(alpha=2.0, beta=0.05, direction="max", random_state=0),
+        DVRenyiEstimator(alpha=2.0, beta=0.05, direction="max", random_state=0, **SMALL_DV),
+        DVRenyiEstimator(alpha=2.0, beta=0.05, random_state=0, certificate="bracket", **SMALL_DV),
+    ],
+)
+def test_no_sample_certifies_above_the_ceiling(est):
+    """Perfectly separated samples never exceed the ceiling (the threshold test reaches it; a
+    small learned critic stays below), nor does a heavily overlapping pair. Bug caught: a ceiling
+    computed for the wrong split sizes (too low: "underpowered" would be said of an audit that
+    could refute)."""
+    ceiling = est.max_certifiable(120, 120)
+    rng = np.random.default_rng(0)
+    separated = est.fit(rng.normal(10.0, 1.0, 120), rng.normal(-10.0, 1.0, 120)).lower_bound_
+    assert separated <= ceiling + 1e-12
+    overlapping = est.fit(rng.normal(1.0, 1.0, 120), rng.normal(0.0, 1.0, 120)).lower_bound_
+    assert overlapping <= ceiling
+    if isinstance(est, BernoulliTPRFPRBaseline):
+        assert separated == pytest.approx(ceiling, rel=1e-12)  # the threshold test reaches it
+
+
+def test_uncertified_estimators_have_no_ceiling_to_offer():
+    gdp = BernoulliTPRFPRBaseline(alpha=2.0, conversion="gdp")
+    assert gdp.max_certifiable(1000, 1000) == 0.0
+    with pytest.raises(ValueError, match="n_p must be an integer"):
+        gdp.max_certifiable(0, 10)
+
+
+def test_detectable_divergence_is_where_the_predicted_power_reaches_the_target():
+    """The bisection's answer: power >= 0.8 there and < 0.8 a little below (2% in D_α, the
+    stated precision, plus Monte Carlo error: 2000 draws, standard error <= 0.011)."""
+    args = (250, 250, 2.0, 0.00625, 0.00625)
+    d = detectable_divergence(*args, claim=1.0)
+    assert threshold_power(d, *args, claim=1.0) >= 0.8
+    assert threshold_power(0.9 * d, *args, claim=1.0) < 0.8
+    # More runs detect smaller violations; a larger claim needs a larger divergence.
+    assert detectable_divergence(1000, 1000, 2.0, 0.00625, 0.00625, claim=1.0) < d
+    assert detectable_divergence(*args, claim=2.0) > d
+    assert detectable_divergence(10, 10, 2.0, 0.00625, 0.00625, claim=1.0) == math.inf
+
+
+def _audit(bug: float, runs: int, **kwargs) -> AuditResult:
+    mech = GaussianMechanismScore(noise_std=1.0, noise_scale_bug=bug)
+    estimators = {
+        "dv": DVRenyiEstimator(alpha=2.0, random_state=0, **SMALL_DV),
+        "bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=0),
+    }
+    return Auditor(
+        mech, 1.0, alpha=2.0, n_runs=runs, estimators=estimators, progress=False, **kwargs
+    ).run()
+
+
+def test_three_verdicts_and_the_power_sentence():
+    """5 runs per side cannot certify anything above 1 (underpowered, never "consistent" as the
+    old verdict said); 200 honest runs are not refuted and say what they would have detected; a
+    mechanism with a quarter of the noise (true epsilon_2 = 16) is a violation."""
+    few = _audit(1.0, 5)
+    assert few.verdict == "underpowered"
+    assert few.power["max_certifiable"] <= 1.0 and few.power["detectable_epsilon"] is None
+    assert "could not have refuted" in few.summary()
+
+    honest = _audit(1.0, 200)
+    assert honest.verdict == "not_refuted"
+    assert honest.power["max_certifiable"] > 1.0
+    detectable = honest.power["detectable_epsilon"]
+    assert 1.0 < detectable < 16.0
+    assert f"with 200 runs per side this audit detects ε_2 >= {detectable:.3g}" in honest.summary()
+
+    buggy = _audit(0.25, 200)
+    assert buggy.verdict == "violation"
+    assert buggy.power == honest.power  # power depends on the design, not on the scores
+
+    restored = AuditResult.from_json(honest.to_json())
+    assert restored.power == honest.power and restored.verdict == "not_refuted"
+    assert json.loads(honest.to_json())["power"]["reference_model"] == "gaussian_location"
