@@ -445,10 +445,11 @@ noise_scale_bug
     >>> with torch.random.fork_rng():
     ...     _ = torch.manual_seed(0)
     ...     model = make_model("lr", 4, 2)
-    >>> a, b = train_dp_sgd_many(model, X, y, seeds=[3, 4], noise_multiplier=1.0, steps=5)
-    >>> single = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=5, seed=3)
-    >>> bool(torch.allclose(a[1].weight, single[1].weight, atol=1e-5))
-    True
+    >>> from rdpest.auditing.dpsgd.stacking import opacus_supports_stacking
+    >>> if opacus_supports_stacking():  # refused on an Opacus release it was not checked against
+    ...     a, b = train_dp_sgd_many(model, X, y, seeds=[3, 4], noise_multiplier=1.0, steps=5)
+    ...     single = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=5, seed=3)
+    ...     assert torch.allclose(a[1].weight, single[1].weight, atol=1e-5)
     """
     check_module(model)
     config = DPSGDConfig(  # always full batch
