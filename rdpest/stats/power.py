@@ -50,6 +50,27 @@ def _bounds_of_counts(k_p, n_p, k_q, n_q, alpha, level_p, level_q) -> np.ndarray
     return bernoulli_divergences(tpr_lo, fpr_hi, alpha)
 
 
+def _checked_design(n_p, n_q, alpha, level_p, level_q, claim) -> tuple:
+    """The certificate's design (sizes, order, levels, claim), each checked."""
+    claim = float(claim)
+    if not (math.isfinite(claim) and claim >= 0.0):
+        raise ValueError(f"claim must be a finite number >= 0, got {claim!r}")
+    return (
+        check_int(n_p, "n_p", 1),
+        check_int(n_q, "n_q", 1),
+        check_alpha(alpha),
+        check_open_unit(level_p, "level_p"),
+        check_open_unit(level_q, "level_q"),
+        claim,
+    )
+
+
+def _uniforms(random_state: int) -> tuple[np.ndarray, np.ndarray]:
+    """The common random numbers that drive the two counts."""
+    rng = np.random.default_rng(random_state)
+    return rng.random(_DRAWS), rng.random(_DRAWS)
+
+
 def _power_at(mu, n_p, n_q, alpha, level_p, level_q, claim, uniforms) -> float:
     """Largest probability over the thresholds that the bound exceeds ``claim`` at shift μ."""
     u_p, u_q = uniforms
@@ -87,14 +108,11 @@ def threshold_power(
     >>> 0.0 <= low < high <= 1.0
     True
     """
-    alpha = check_alpha(alpha)
-    n_p, n_q = check_int(n_p, "n_p", 1), check_int(n_q, "n_q", 1)
+    design = _checked_design(n_p, n_q, alpha, level_p, level_q, claim)
     if not divergence >= 0.0:
         raise ValueError(f"divergence must be >= 0, got {divergence!r}")
-    rng = np.random.default_rng(random_state)
-    uniforms = rng.random(_DRAWS), rng.random(_DRAWS)
-    mu = math.sqrt(2.0 * divergence / alpha)
-    return _power_at(mu, n_p, n_q, alpha, level_p, level_q, claim, uniforms)
+    mu = math.sqrt(2.0 * divergence / design[2])
+    return _power_at(mu, *design, _uniforms(random_state))
 
 
 def detectable_divergence(
@@ -122,15 +140,9 @@ def detectable_divergence(
     >>> detectable_divergence(5, 5, 2.0, 0.0125, 0.0125, claim=1.0)
     inf
     """
-    alpha = check_alpha(alpha)
-    n_p, n_q = check_int(n_p, "n_p", 1), check_int(n_q, "n_q", 1)
-    level_p = check_open_unit(level_p, "level_p")
-    level_q = check_open_unit(level_q, "level_q")
+    design = _checked_design(n_p, n_q, alpha, level_p, level_q, claim)
     power = check_open_unit(power, "power")
-    claim = float(claim)
-    if not (math.isfinite(claim) and claim >= 0.0):
-        raise ValueError(f"claim must be a finite number >= 0, got {claim!r}")
-    return _detectable(n_p, n_q, alpha, level_p, level_q, claim, power, int(random_state))
+    return _detectable(*design, power, int(random_state))
 
 
 @functools.lru_cache(maxsize=128)
@@ -140,8 +152,7 @@ def _detectable(n_p, n_q, alpha, level_p, level_q, claim, power, random_state) -
     ceiling = float(_bounds_of_counts(n_p, n_p, 0, n_q, alpha, level_p, level_q))
     if ceiling <= claim:
         return math.inf
-    rng = np.random.default_rng(random_state)
-    uniforms = rng.random(_DRAWS), rng.random(_DRAWS)
+    uniforms = _uniforms(random_state)
 
     def enough(mu: float) -> bool:
         return _power_at(mu, n_p, n_q, alpha, level_p, level_q, claim, uniforms) >= power
