@@ -176,8 +176,9 @@ def _cmd_audit(args) -> int:
     _check_out_dir(out)
     print(
         f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.steps} full-batch steps) "
-        f"on scikit-learn's digits: {args.runs} runs with and {args.runs} without the canary; "
-        f"finished runs are kept in {out} (re-running resumes).",
+        f"on scikit-learn's digits: {args.runs} runs with and {args.runs} without the canary"
+        + (f", in rounds up to {args.max_runs} each" if args.max_runs else "")
+        + f"; finished runs are kept in {out} (re-running resumes).",
         file=sys.stderr,
     )
     audit = DPSGDAuditor(
@@ -186,6 +187,8 @@ def _cmd_audit(args) -> int:
         claimed_epsilon=args.claimed_epsilon,
         steps=args.steps,
         n_runs=args.runs,
+        max_runs=args.max_runs,
+        target_epsilon=args.target_epsilon,
         model=args.model,
         canary=args.canary,
         beta=args.beta,
@@ -277,6 +280,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = sub.add_parser("audit", help="audit Opacus DP-SGD on the embedded digits data")
     audit.add_argument("--runs", type=_positive_int, default=500, help="runs per arm (default 500)")
+    audit.add_argument(
+        "--max-runs",
+        type=_positive_int,
+        default=None,
+        help="sequential audit: train in rounds from --runs up to this many runs per arm, "
+        "stopping at the first certified violation (default: one round of --runs)",
+    )
+    audit.add_argument(
+        "--target-epsilon",
+        type=float,
+        default=None,
+        help="sequential audit: also stop once the audit detects epsilon_alpha >= this with 80%% "
+        "probability",
+    )
     audit.add_argument("--alpha", type=float, default=2.0)
     audit.add_argument("--beta", type=float, default=0.05)
     claim = audit.add_mutually_exclusive_group()

@@ -261,3 +261,19 @@ def test_fail_on_violation_exit_status(tmp_path, monkeypatch, capsys, verdict, s
     assert EXIT_VIOLATION == 3 not in (0, 1, 2)
     assert f"verdict: {verdict.upper().replace('_', ' ')}" in capsys.readouterr().out
     assert main(argv) == 0  # without the flag a violation is a finding, not a failure
+
+
+def test_audit_command_runs_a_sequential_audit(tmp_path, capsys):
+    """``--max-runs`` trains in rounds from ``--runs``: result.json records each round at level
+    beta/K, the runs used, and a verdict; the summary says it. Bug caught: the flag not reaching
+    the auditor (one round of --runs), or rounds recorded at the full beta."""
+    argv = ["audit", "--runs", "12", "--max-runs", "40", "--steps", "2", "--n-jobs", "1"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    assert "sequential: runs per side 12" in capsys.readouterr().out
+    result = json.loads((tmp_path / "result.json").read_text())
+    planned = result["config"]["rounds_planned"]
+    assert planned[0] == 12 and planned[-1] == 40 and len(planned) >= 2
+    assert [r["n_runs"] for r in result["rounds"]] == planned[: len(result["rounds"])]
+    assert all(r["beta"] == pytest.approx(0.05 / len(planned)) for r in result["rounds"])
+    assert len(result["losses_with_canary"]) == result["rounds"][-1]["n_runs"]
+    assert result["verdict"] in {"violation", "not_refuted", "underpowered"}

@@ -32,8 +32,9 @@ from sklearn.base import clone
 from tqdm.auto import tqdm
 
 from rdpest.auditing.identity import score_fn_identity
-from rdpest.auditing.power import audit_power, verdict_of
+from rdpest.auditing.power import audit_power, runs_needed, verdict_of
 from rdpest.auditing.result import AuditResult, provenance
+from rdpest.auditing.sequential import round_sizes
 from rdpest.auditing.store import RunStore
 from rdpest.estimators.base import RenyiEstimatorBase
 from rdpest.utils.validation import check_alpha, check_beta, check_real
@@ -151,11 +152,29 @@ def runs_per_call(score_fn) -> int:
 
 #: The generic audit's settings besides the claim, as :class:`Auditor` names them (and
 #: :func:`check_audit_settings` takes them).
-AUDIT_SETTINGS = ("alpha", "beta", "n_runs", "estimators", "n_jobs", "random_state")
+AUDIT_SETTINGS = (
+    "alpha",
+    "beta",
+    "n_runs",
+    "max_runs",
+    "target_epsilon",
+    "estimators",
+    "n_jobs",
+    "random_state",
+)
 
 
 def check_audit_settings(
-    *, claimed_epsilon, alpha, beta, n_runs, estimators, n_jobs, random_state
+    *,
+    claimed_epsilon,
+    alpha,
+    beta,
+    n_runs,
+    estimators,
+    n_jobs,
+    random_state,
+    max_runs=None,
+    target_epsilon=None,
 ) -> dict:
     """Validate an audit's settings (everything but the score function); return its estimators.
 
@@ -174,6 +193,15 @@ def check_audit_settings(
             raise ValueError(f"{name} must be an integer, got {value!r}")
     if random_state < 0:
         raise ValueError(f"random_state must be >= 0, got {random_state}")
+    if max_runs is not None:
+        if isinstance(max_runs, bool) or not isinstance(max_runs, Integral) or max_runs < n_runs:
+            raise ValueError(
+                f"max_runs must be None or an integer >= n_runs={n_runs}, got {max_runs!r}"
+            )
+    if target_epsilon is not None:
+        target = check_real(target_epsilon, "target_epsilon")
+        if not (math.isfinite(target) and target > 0):
+            raise ValueError(f"target_epsilon must be None or a finite number > 0, got {target}")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a nonzero integer, got {n_jobs!r}")
     if estimators is None:
@@ -215,7 +243,17 @@ class Auditor:
     beta : float, default=0.05
         Probability of a false "violation" verdict at most beta.
     n_runs : int, default=500
-        Runs per arm (with and without the canary).
+        Runs per arm (with and without the canary); the first round of a sequential audit.
+    max_runs : int or None, default=None
+        Runs per arm a sequential audit may spend (:mod:`rdpest.auditing.sequential`): it trains
+        in rounds from ``n_runs`` (about 1.5× more each round) and stops at the first round
+        whose certified bound exceeds the claim, each of the K rounds at level beta/K (a union
+        bound keeps the false-violation probability at most beta). None: one round of
+        ``n_runs`` (a fixed-size audit, level beta).
+    target_epsilon : float or None, default=None
+        A sequential audit also stops, without a violation, once it detects ε_α >=
+        ``target_epsilon`` with 80% probability (``result.power``); if ``max_runs`` is spent
+        first, ``result.power["runs_needed"]`` says how many runs per side would reach it.
     estimators : dict of str to estimator, optional
         rdpest estimators (unfitted); default :func:`default_estimators`. Each is cloned, given
         ``direction="max"``'s samples (O′, O) and its share of beta.
@@ -248,6 +286,8 @@ class Auditor:
         alpha: float = 2.0,
         beta: float = 0.05,
         n_runs: int = 500,
+        max_runs: int | None = None,
+        target_epsilon: float | None = None,
         estimators: dict | None = None,
         n_jobs: int = 1,
         store=None,
@@ -260,6 +300,8 @@ class Auditor:
         self.alpha = alpha
         self.beta = beta
         self.n_runs = n_runs
+        self.max_runs = max_runs
+        self.target_epsilon = target_epsilon
         self.estimators = estimators
         self.n_jobs = n_jobs
         self.store = store
@@ -301,21 +343,20 @@ class Auditor:
         """Run (or resume) every training run; return (O without canary, O′ with canary)."""
         self._validate()
         with self._open_store() as store:
-            return self._collect(store)
+            return self._collect(store, int(self.n_runs))
 
-    def _collect(self, store: RunStore | None) -> tuple[np.ndarray, np.ndarray]:
+    def _collect(self, store: RunStore | None, n_runs: int) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``n_runs`` runs of each arm, trained where not already in ``store``."""
         finished = store.load() if store is not None else {}
-        tasks = self._tasks(finished)
-        missing = 2 * self.n_runs - sum(
-            (arm, i) in finished for i in range(self.n_runs) for arm in (0, 1)
-        )
-        if missing < 2 * self.n_runs:
+        tasks = self._tasks(finished, n_runs)
+        missing = 2 * n_runs - sum((arm, i) in finished for i in range(n_runs) for arm in (0, 1))
+        if missing < 2 * n_runs:
             logger.info(
-                "resuming: %d runs already finished, %d to go", 2 * self.n_runs - missing, missing
+                "resuming: %d runs already finished, %d to go", 2 * n_runs - missing, missing
             )
         bar = tqdm(
-            total=2 * self.n_runs,
-            initial=2 * self.n_runs - missing,
+            total=2 * n_runs,
+            initial=2 * n_runs - missing,
             desc="training runs",
             disable=not self.progress,
         )
@@ -332,11 +373,11 @@ class Auditor:
                         bar.update(1)
         finally:
             bar.close()
-        without = np.array([finished[(WITHOUT_CANARY, i)] for i in range(self.n_runs)])
-        with_ = np.array([finished[(WITH_CANARY, i)] for i in range(self.n_runs)])
+        without = np.array([finished[(WITHOUT_CANARY, i)] for i in range(n_runs)])
+        with_ = np.array([finished[(WITH_CANARY, i)] for i in range(n_runs)])
         return without, with_
 
-    def _tasks(self, finished: dict) -> list:
+    def _tasks(self, finished: dict, n_runs: int) -> list:
         """The joblib tasks for the runs not in ``finished``, each one run or one fixed group.
 
         With ``runs_per_call`` B > 1, group j of an arm is always the runs j·B, ..., j·B + B - 1,
@@ -348,9 +389,9 @@ class Auditor:
         """
         group = runs_per_call(self.score_fn)
         tasks = []
-        for start in range(0, self.n_runs, group):
+        for start in range(0, n_runs, group):
             for arm in (WITHOUT_CANARY, WITH_CANARY):
-                indices = list(range(start, min(start + group, self.n_runs)))
+                indices = list(range(start, min(start + group, n_runs)))
                 if all((arm, i) in finished for i in indices):
                     continue
                 seeds = [run_seed(self.random_state, arm, i) for i in indices]
@@ -360,60 +401,128 @@ class Auditor:
                     tasks.append(delayed(_run_group)(self.score_fn, arm, indices, seeds))
         return tasks
 
+    def rounds(self) -> list[int]:
+        """Runs per arm after each round (one round, ``n_runs``, without ``max_runs``)."""
+        max_runs = self.n_runs if self.max_runs is None else self.max_runs
+        return round_sizes(int(self.n_runs), int(max_runs), group=runs_per_call(self.score_fn))
+
     def run(self) -> AuditResult:
-        """Collect the runs, fit every estimator, and give the verdict.
+        """Collect the runs, fit every estimator, and give the verdict (round by round for a
+        sequential audit, stopping as soon as it can decide).
 
         With a ``store``, the store is held (locked) from the first run to ``result.json``.
         """
         estimators = self._validate()
+        sizes = self.rounds()
+        level = float(self.beta) / len(sizes)  # a union bound over the rounds
+        records = []
         with self._open_store() as store:
-            without, with_ = self._collect(store)
-            result = self.evaluate(without, with_, estimators)
+            for number, n_runs in enumerate(sizes, start=1):
+                without, with_ = self._collect(store, n_runs)
+                result = self._evaluate(without, with_, estimators, level)
+                records.append(_round_record(number, result, level))
+                if len(sizes) > 1:
+                    logger.info(
+                        "round %d of at most %d: %d runs per side, verdict %s",
+                        number,
+                        len(sizes),
+                        n_runs,
+                        result.verdict,
+                    )
+                if result.verdict == "violation" or self._power_reached(result):
+                    break
+            result = self._finish(result, records, estimators, level, sizes)
             if store is not None:
                 result.to_json(store.directory / "result.json")
         return result
 
+    def _power_reached(self, result: AuditResult) -> bool:
+        detectable = result.power.get("detectable_epsilon")
+        return (
+            self.target_epsilon is not None
+            and detectable is not None
+            and detectable <= float(self.target_epsilon)
+        )
+
+    def _finish(self, result, records, estimators, level, sizes) -> AuditResult:
+        """Record the rounds; say how many runs the power target needs if it was not met."""
+        result.beta = float(self.beta)
+        result.rounds = records
+        result.config["max_runs"] = int(sizes[-1])
+        result.config["rounds_planned"] = list(sizes)
+        if self.target_epsilon is not None:
+            result.power["target_epsilon"] = float(self.target_epsilon)
+            if result.verdict != "violation" and not self._power_reached(result):
+                result.power["runs_needed"] = runs_needed(
+                    self._shares(estimators, level),
+                    float(self.claimed_epsilon),
+                    float(self.alpha),
+                    float(self.target_epsilon),
+                    start=int(sizes[-1]),
+                )
+        return result
+
+    def _shares(self, estimators: dict, beta: float) -> dict:
+        """Each estimator with its share of ``beta`` (β/k for the k certified, β for others)."""
+        certified = [n for n, e in estimators.items() if e.will_be_certified()]
+        share = beta / max(1, len(certified))
+        return {
+            name: clone(est).set_params(beta=share if name in certified else beta, direction="max")
+            for name, est in estimators.items()
+        }
+
     def evaluate(self, without, with_, estimators: dict | None = None) -> AuditResult:
         """Fit the estimators to given samples (O, O′) and give the verdict (writes no file)."""
         estimators = estimators if estimators is not None else self._validate()
+        return self._evaluate(without, with_, estimators, float(self.beta))
+
+    def _evaluate(self, without, with_, estimators: dict, beta: float) -> AuditResult:
+        """:meth:`evaluate` at level ``beta``."""
         claimed = float(self.claimed_epsilon)
-        certified_names = [n for n, e in estimators.items() if e.will_be_certified()]
-        share = float(self.beta) / max(1, len(certified_names))
+        shares = self._shares(estimators, beta)
         estimates = {}
-        for name, template in estimators.items():
-            level = share if name in certified_names else float(self.beta)
-            est = clone(template).set_params(beta=level, direction="max")
-            est.fit(with_, without)  # P: with the canary (O′), Q: without (O)
+        for name, est in shares.items():
+            est = clone(est).fit(with_, without)  # P: with the canary (O′), Q: without (O)
             estimates[name] = {
                 "estimator": type(est).__name__,
                 "divergence": float(est.divergence_),
                 "lower_bound": float(est.lower_bound_),
                 "certified": bool(est.certified_),
-                "beta": level,
+                "beta": float(est.beta),
             }
         violation = any(e["certified"] and e["lower_bound"] > claimed for e in estimates.values())
-        levels = {
-            name: clone(template).set_params(beta=estimates[name]["beta"], direction="max")
-            for name, template in estimators.items()
-        }
-        power = audit_power(levels, len(with_), len(without), claimed, float(self.alpha))
+        power = audit_power(shares, len(with_), len(without), claimed, float(self.alpha))
         pipeline = self.config if self.config is not None else _identity_or_name(self.score_fn)
         return AuditResult(
             losses_without_canary=np.asarray(without, dtype=float),
             losses_with_canary=np.asarray(with_, dtype=float),
             claimed_epsilon=claimed,
             alpha=float(self.alpha),
-            beta=float(self.beta),
+            beta=float(beta),
             estimates=estimates,
             verdict=verdict_of(violation, power, claimed),
             config={
                 "pipeline": pipeline,
                 "random_state": int(self.random_state),
-                "n_runs": int(self.n_runs),
+                "n_runs": len(without),
             },
             provenance=provenance(),
             power=power,
         )
+
+
+def _round_record(number: int, result: AuditResult, level: float) -> dict:
+    """What a round of a sequential audit reports: its size, level, bounds and verdict."""
+    certified = [e["lower_bound"] for e in result.estimates.values() if e["certified"]]
+    return {
+        "round": number,
+        "n_runs": result.n_runs,
+        "beta": level,
+        "lower_bound": max(certified, default=0.0),
+        "lower_bounds": {name: e["lower_bound"] for name, e in result.estimates.items()},
+        "verdict": result.verdict,
+        "detectable_epsilon": result.power.get("detectable_epsilon"),
+    }
 
 
 def _identity_or_name(score_fn) -> dict:

@@ -79,7 +79,12 @@ class AuditResult:
     power : dict
         What the audit could have seen (:mod:`rdpest.auditing.power`): ``max_certifiable``,
         ``detectable_epsilon`` (None when nothing above the claim is detectable),
-        ``target_power`` and ``reference_model``. Empty for results written before it existed.
+        ``target_power`` and ``reference_model``; with a power target, ``target_epsilon`` and,
+        if it was not met, ``runs_needed``. Empty for results written before it existed.
+    rounds : list of dict
+        One record per round of the audit (a fixed-size audit has one): ``n_runs`` per side,
+        ``beta`` (the round's level), ``lower_bound`` (the largest certified bound),
+        ``lower_bounds`` per estimator, ``verdict`` and ``detectable_epsilon``.
     provenance : dict
         Versions of rdpest, Python, numpy, torch and Opacus and the UTC time the result was made
         (:func:`provenance`).
@@ -103,6 +108,7 @@ class AuditResult:
     config: dict[str, Any] = field(default_factory=dict)
     provenance: dict[str, Any] = field(default_factory=dict)
     power: dict[str, Any] = field(default_factory=dict)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def n_runs(self) -> int:
@@ -122,6 +128,7 @@ class AuditResult:
             "config": self.config,
             "provenance": self.provenance,
             "power": self.power,
+            "rounds": self.rounds,
         }
         text = json.dumps(payload, indent=2, default=_jsonable)
         if path is not None:
@@ -173,6 +180,14 @@ class AuditResult:
             lines.append(
                 f"{name:<16}{e['divergence']:>10.4f}{e['lower_bound']:>13.4f}"
                 f"{1 - e['beta']:>8.3f}  {'yes' if e['certified'] else 'no (assumption)'}"
+            )
+        if len(self.config.get("rounds_planned", [])) > 1:
+            planned = self.config["max_runs"]
+            steps = " -> ".join(str(r["n_runs"]) for r in self.rounds)
+            lines.append(
+                f"sequential: runs per side {steps} (of at most {planned}), each round at level "
+                f"{self.rounds[-1]['beta']:.3g}; certified bound after each round: "
+                + ", ".join(f"{r['lower_bound']:.3f}" for r in self.rounds)
             )
         lines.append(f"verdict: {self.verdict.upper().replace('_', ' ')}")
         lines.append(self.verdict_sentence())
@@ -273,4 +288,5 @@ def _checked_payload(payload: dict, where: str) -> dict[str, Any]:
             key: value if isinstance(value := payload.get(key, {}), dict) else {}
             for key in ("config", "provenance", "power")
         },
+        "rounds": rounds if isinstance(rounds := payload.get("rounds", []), list) else [],
     }

@@ -132,18 +132,20 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         """:meth:`max_certifiable` of one direction, P with ``n_p`` rows and Q with ``n_q``."""
         return math.inf
 
-    def _threshold_design(self, n_p: int, n_q: int) -> tuple[int, int, float, float] | None:
-        """How this estimator certifies a threshold test in its forward direction from ``n_p``
-        and ``n_q`` rows: (certifying rows of P, of Q, Clopper–Pearson level of the TPR, of the
-        FPR), Bonferroni limits; None if it certifies no threshold test (or is uncertified).
-        Used to predict an audit's power (:mod:`rdpest.stats.power`)."""
+    def _power_designs(self, n_p: int, n_q: int) -> dict:
+        """How this estimator certifies in its forward direction from ``n_p`` and ``n_q`` rows,
+        for predicting an audit's power (:func:`rdpest.stats.power.detectable_divergence_of`):
+        ``threshold`` = (certifying rows of P, of Q, Clopper–Pearson levels of the TPR and the
+        FPR) and ``bracket`` = (certifying rows of P, of Q, level, confidence method, critic
+        bound), each None where the estimator does not certify that way (both for an
+        uncertified estimator)."""
         if not self.will_be_certified():
-            return None
+            return {"threshold": None, "bracket": None}
         beta = float(self.beta) / (2 if self.direction == "max" else 1)
-        return self._threshold_design_direction(n_p, n_q, beta)
+        return self._power_designs_direction(n_p, n_q, beta)
 
-    def _threshold_design_direction(self, n_p: int, n_q: int, beta: float):
-        return None
+    def _power_designs_direction(self, n_p: int, n_q: int, beta: float) -> dict:
+        return {"threshold": None, "bracket": None}
 
     def _check_params(self) -> None:
         """Cross-parameter checks that constraints cannot express (override as needed)."""

@@ -331,14 +331,19 @@ class DVRenyiEstimator(RenyiEstimatorBase):
                 )
         return float(best)
 
-    def _threshold_design_direction(self, n_p: int, n_q: int, beta: float):
-        # The first fold's certifying part; Bonferroni limits at the fold's level (the joint
+    def _power_designs_direction(self, n_p: int, n_q: int, beta: float) -> dict:
+        # The first fold's certifying part at the fold's level, with Bonferroni limits (the joint
         # region is tighter, so a prediction made with these errs on the side of less power).
-        if self.certificate == "bracket":
-            return None
         fold_beta = beta / (2 if self.cross_fit else 1)
         m_p, m_q = self._split_sizes(n_p)[2], self._split_sizes(n_q)[2]
-        return m_p, m_q, fold_beta / 2, fold_beta / 2
+        return {
+            "threshold": None
+            if self.certificate == "bracket"
+            else (m_p, m_q, fold_beta / 2, fold_beta / 2),
+            "bracket": None
+            if self.certificate == "threshold" or min(m_p, m_q) < 2
+            else (m_p, m_q, fold_beta, self.confidence, float(self.critic_bound)),
+        }
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, Y=None):

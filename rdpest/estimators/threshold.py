@@ -259,11 +259,13 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
             return 0.0
         return float(_bernoulli_renyi_divergence(float(self.alpha), tpr_lo, fpr_hi))
 
-    def _threshold_design_direction(self, n_p: int, n_q: int, beta: float):
+    def _power_designs_direction(self, n_p: int, n_q: int, beta: float) -> dict:
         if self.threshold == "split":
             m_p, m_q = round(n_p * self.test_fraction), round(n_q * self.test_fraction)
-            return (m_p, m_q, beta / 2, beta / 2) if min(m_p, m_q) >= 1 else None
-        return (n_p, n_q, *_uniform_band_levels(beta, n_p, n_q))
+            design = (m_p, m_q, beta / 2, beta / 2) if min(m_p, m_q) >= 1 else None
+        else:
+            design = (n_p, n_q, *_uniform_band_levels(beta, n_p, n_q))
+        return {"threshold": design, "bracket": None}
 
     # ------------------------------------------------------------------ fitting
     def _start_fit(self) -> None:

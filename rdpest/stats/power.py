@@ -32,7 +32,12 @@ from rdpest.stats.bounds import _clopper_pearson
 from rdpest.stats.threshold_tests import bernoulli_divergences
 from rdpest.utils.validation import check_alpha, check_int, check_open_unit
 
-__all__ = ["REFERENCE_MODELS", "detectable_divergence", "threshold_power"]
+__all__ = [
+    "REFERENCE_MODELS",
+    "detectable_divergence",
+    "detectable_divergence_of",
+    "threshold_power",
+]
 
 REFERENCE_MODELS = ("gaussian_location",)
 
@@ -40,14 +45,6 @@ REFERENCE_MODELS = ("gaussian_location",)
 # draws of the counts: 2000 draws give a standard error of at most 0.011 on a probability.
 _THRESHOLDS = np.linspace(-1.0, 4.0, 21)
 _DRAWS = 2000
-
-
-def _bounds_of_counts(k_p, n_p, k_q, n_q, alpha, level_p, level_q) -> np.ndarray:
-    """The threshold certificate's bound from counts (vectorised): D_α between the Clopper–Pearson
-    lower limit of the TPR and the upper limit of the FPR (0 unless the first is larger)."""
-    tpr_lo = _clopper_pearson(k_p, n_p, level_p, "lower")
-    fpr_hi = _clopper_pearson(k_q, n_q, level_q, "upper")
-    return bernoulli_divergences(tpr_lo, fpr_hi, alpha)
 
 
 def _checked_design(n_p, n_q, alpha, level_p, level_q, claim) -> tuple:
@@ -71,18 +68,103 @@ def _uniforms(random_state: int) -> tuple[np.ndarray, np.ndarray]:
     return rng.random(_DRAWS), rng.random(_DRAWS)
 
 
-def _power_at(mu, n_p, n_q, alpha, level_p, level_q, claim, uniforms) -> float:
-    """Largest probability over the thresholds that the bound exceeds ``claim`` at shift μ."""
-    u_p, u_q = uniforms
-    best = 0.0
-    for offset in _THRESHOLDS:
-        t = mu / 2 + offset
-        tpr, fpr = stats.norm.sf(t - mu), stats.norm.sf(t)
-        k_p = stats.binom.ppf(u_p, n_p, tpr).astype(int)
-        k_q = stats.binom.ppf(u_q, n_q, fpr).astype(int)
-        bounds = _bounds_of_counts(k_p, n_p, k_q, n_q, alpha, level_p, level_q)
-        best = max(best, float(np.mean(bounds > claim)))
-    return best
+class _Design:
+    """One certificate design with its Clopper–Pearson limits for every possible count, so that
+    a draw's bound is two table look-ups and one divergence."""
+
+    def __init__(self, n_p, n_q, alpha, level_p, level_q, claim, random_state):
+        self.n_p, self.n_q, self.alpha, self.claim = n_p, n_q, alpha, claim
+        self.tpr_lo = _clopper_pearson(np.arange(n_p + 1), n_p, level_p, "lower")
+        self.fpr_hi = _clopper_pearson(np.arange(n_q + 1), n_q, level_q, "upper")
+        self.u_p, self.u_q = _uniforms(random_state)
+
+    def ceiling(self) -> float:
+        """The bound of perfect separation (counts n_p and 0): the most any sample gives."""
+        return float(bernoulli_divergences(self.tpr_lo[-1:], self.fpr_hi[:1], self.alpha)[0])
+
+    def power_at(self, mu: float, offsets=_THRESHOLDS) -> tuple[float, float]:
+        """Largest probability over the thresholds that the bound exceeds the claim at shift μ,
+        and the threshold offset that gives it."""
+        best, best_offset = -1.0, float(offsets[0])
+        for offset in offsets:
+            t = mu / 2 + offset
+            tpr, fpr = stats.norm.sf(t - mu), stats.norm.sf(t)
+            k_p = stats.binom.ppf(self.u_p, self.n_p, tpr).astype(int)
+            k_q = stats.binom.ppf(self.u_q, self.n_q, fpr).astype(int)
+            bounds = bernoulli_divergences(self.tpr_lo[k_p], self.fpr_hi[k_q], self.alpha)
+            power = float(np.mean(bounds > self.claim))
+            if power > best:
+                best, best_offset = power, float(offset)
+        return max(best, 0.0), best_offset
+
+
+class _BracketDesign:
+    """The variational bracket certified with the exact log-ratio critic of the Gaussian location
+    model, in a normal approximation.
+
+    The critic g = log p/q is clipped to a window [lo, hi]; the certificate bounds the means of
+    A = e^{(α−1)(g−hi)} over P and B = e^{α(g−hi)} over Q (rdpest.stats.certificates). Their
+    moments are closed forms (the clipped log-normal); each confidence radius is the bound's own
+    at the population variance (Hoeffding; empirical Bernstein's; for betting, empirical
+    Bernstein's leading term with a range term of a third, which betting matches or beats at these
+    sizes); the certified bound's spread is the delta method's. The window is the one with the
+    largest expected bound (an oracle choice, like the threshold's).
+    """
+
+    def __init__(self, n_p, n_q, alpha, beta, method, critic_bound, claim):
+        self.n_p, self.n_q, self.alpha, self.claim = n_p, n_q, alpha, claim
+        self.level, self.method, self.bound = beta / 2, method, critic_bound
+
+    @staticmethod
+    def _moments(c, mean, sd, lo, hi):
+        """E[e^{c·clip(Z, lo, hi)}] and E[e^{2c·clip(Z, lo, hi)}] for Z ~ N(mean, sd²)."""
+
+        def moment(k):
+            a, b = (lo - mean) / sd, (hi - mean) / sd
+            inside = np.exp(k * mean + (k * sd) ** 2 / 2) * (
+                stats.norm.cdf(b - k * sd) - stats.norm.cdf(a - k * sd)
+            )
+            return stats.norm.cdf(a) * np.exp(k * lo) + stats.norm.sf(b) * np.exp(k * hi) + inside
+
+        return moment(c), moment(2 * c)
+
+    def _radius(self, variance, low, n):
+        """The confidence radius of a mean of n values in [low, 1] with this variance."""
+        span, log_term = 1.0 - low, math.log(1.0 / self.level)
+        if self.method == "hoeffding":
+            return span * np.sqrt(log_term / (2.0 * n))
+        if self.method == "bernstein":
+            log_term = math.log(2.0 / self.level)
+            return np.sqrt(2.0 * variance * log_term / n) + 7.0 * span * log_term / (3.0 * (n - 1))
+        return np.sqrt(2.0 * variance * log_term / n) + span * log_term / (3.0 * n)
+
+    def power_at(self, mu: float) -> float:
+        alpha, half = self.alpha, mu * mu / 2
+        if mu <= 0.0:
+            return 0.0
+        z = np.linspace(-3.0, 3.0, 13)
+        his = np.clip(half + mu * z, -self.bound, self.bound)[:, None]
+        los = np.clip(-half + mu * z, -self.bound, self.bound)[None, :]
+        his, los = np.broadcast_arrays(his, los)
+        ok = his - los > 1e-6
+        his, los = his[ok], los[ok]
+        # A = e^{(α−1)(g−hi)} over P (g ~ N(μ²/2, μ²)); B = e^{α(g−hi)} over Q (N(−μ²/2, μ²)).
+        a1, a2 = self._moments(alpha - 1.0, half - his, mu, los - his, 0.0)
+        b1, b2 = self._moments(alpha, -half - his, mu, los - his, 0.0)
+        var_a, var_b = np.maximum(a2 - a1**2, 0.0), np.maximum(b2 - b1**2, 0.0)
+        a_low = a1 - self._radius(var_a, np.exp((alpha - 1.0) * (los - his)), self.n_p)
+        b_high = b1 + self._radius(var_b, np.exp(alpha * (los - his)), self.n_q)
+        usable = (a_low > 0.0) & (b_high > 0.0)
+        if not np.any(usable):
+            return 0.0
+        a_low, b_high = a_low[usable], np.minimum(b_high[usable], 1.0)
+        mean = alpha / (alpha - 1.0) * np.log(a_low) - np.log(b_high)
+        spread = np.sqrt(
+            (alpha / (alpha - 1.0)) ** 2 * var_a[usable] / (self.n_p * a_low**2)
+            + var_b[usable] / (self.n_q * b_high**2)
+        )
+        best = int(np.argmax(mean))
+        return float(stats.norm.cdf((mean[best] - self.claim) / max(spread[best], 1e-12)))
 
 
 def threshold_power(
@@ -112,7 +194,7 @@ def threshold_power(
     if not divergence >= 0.0:
         raise ValueError(f"divergence must be >= 0, got {divergence!r}")
     mu = math.sqrt(2.0 * divergence / design[2])
-    return _power_at(mu, *design, _uniforms(random_state))
+    return _Design(*design, random_state).power_at(mu)[0]
 
 
 def detectable_divergence(
@@ -142,25 +224,86 @@ def detectable_divergence(
     """
     design = _checked_design(n_p, n_q, alpha, level_p, level_q, claim)
     power = check_open_unit(power, "power")
-    return _detectable(*design, power, int(random_state))
+    return _detectable((*design[:2], *design[3:5]), None, design[2], design[5], power, random_state)
 
 
-@functools.lru_cache(maxsize=128)
-def _detectable(n_p, n_q, alpha, level_p, level_q, claim, power, random_state) -> float:
-    """:func:`detectable_divergence` checked; deterministic, so cached (audits of one design)."""
-    # Perfect separation is the most any sample gives: at or below the claim, nothing is seen.
-    ceiling = float(_bounds_of_counts(n_p, n_p, 0, n_q, alpha, level_p, level_q))
-    if ceiling <= claim:
+def detectable_divergence_of(
+    alpha: float,
+    claim: float,
+    threshold: tuple | None = None,
+    bracket: tuple | None = None,
+    power: float = 0.8,
+    random_state: int = 0,
+) -> float:
+    """The smallest D_α of the Gaussian location model that an estimator certifies above
+    ``claim`` with probability at least ``power``, through whichever of its certificates does
+    better at each divergence.
+
+    ``threshold``: (n_p, n_q, level_p, level_q), a threshold test with Clopper–Pearson limits;
+    ``bracket``: (n_p, n_q, beta, method, critic_bound), the variational bracket with the exact
+    log-ratio critic (:class:`_BracketDesign`'s normal approximation). ``inf`` if neither can.
+
+    Examples
+    --------
+    >>> thr = detectable_divergence_of(2.0, 1.0, threshold=(1000, 1000, 0.00625, 0.00625))
+    >>> both = detectable_divergence_of(2.0, 1.0, threshold=(1000, 1000, 0.00625, 0.00625),
+    ...                                 bracket=(1000, 1000, 0.0125, "betting", 20.0))
+    >>> 1.0 < both <= thr
+    True
+    """
+    alpha = check_alpha(alpha)
+    claim = _checked_design(2, 2, alpha, 0.5, 0.5, claim)[5]
+    power = check_open_unit(power, "power")
+    if threshold is not None:
+        n_p, n_q, level_p, level_q = threshold
+        threshold = _checked_design(n_p, n_q, alpha, level_p, level_q, claim)
+        threshold = (*threshold[:2], *threshold[3:5])
+    if bracket is not None:
+        n_p, n_q, beta, method, critic_bound = bracket
+        check_int(n_p, "n_p", 2), check_int(n_q, "n_q", 2), check_open_unit(beta, "beta")
+        bracket = (int(n_p), int(n_q), float(beta), str(method), float(critic_bound))
+    return _detectable(threshold, bracket, alpha, claim, power, int(random_state))
+
+
+@functools.lru_cache(maxsize=256)
+def _detectable(threshold, bracket, alpha, claim, power, random_state) -> float:
+    """:func:`detectable_divergence_of` checked; deterministic, so cached (audits of one design
+    ask again every round)."""
+    thr = (
+        None
+        if threshold is None
+        else _Design(*threshold[:2], alpha, *threshold[2:], claim, random_state)
+    )
+    brk = None if bracket is None else _BracketDesign(*bracket[:2], alpha, *bracket[2:], claim)
+    if thr is None and brk is None:
         return math.inf
-    uniforms = _uniforms(random_state)
+    if brk is None and thr.ceiling() <= claim:  # perfect separation is the most it can give
+        return math.inf
+    # The best threshold moves little between nearby shifts: after a search over the whole grid,
+    # each step searches the grid's neighbourhood (±3 points) of the last best threshold, and
+    # the whole grid again when the best lies on the neighbourhood's edge.
+    last = {"offset": None}
+
+    def threshold_power_at(mu: float) -> float:
+        if last["offset"] is not None:
+            i = int(np.argmin(np.abs(_THRESHOLDS - last["offset"])))
+            near = _THRESHOLDS[max(i - 3, 0) : i + 4]
+            value, offset = thr.power_at(mu, near)
+            if near[0] < offset < near[-1] or offset in (_THRESHOLDS[0], _THRESHOLDS[-1]):
+                last["offset"] = offset
+                return value
+        value, last["offset"] = thr.power_at(mu)
+        return value
 
     def enough(mu: float) -> bool:
-        return _power_at(mu, n_p, n_q, alpha, level_p, level_q, claim, uniforms) >= power
+        if brk is not None and brk.power_at(mu) >= power:
+            return True
+        return thr is not None and threshold_power_at(mu) >= power
 
     lo, hi = 0.0, max(1.0, math.sqrt(2.0 * claim / alpha))
     while not enough(hi):
         lo, hi = hi, 2.0 * hi
-        if hi > 64.0:  # D_α > 2000 α: the rates are 0 and 1 in every draw already
+        if hi > 64.0:  # D_α > 2000 α: every draw is perfectly separated already
             return math.inf
     while hi - lo > 0.01 * hi:  # D ∝ μ², so 1% in μ is 2% in D
         mid = (lo + hi) / 2

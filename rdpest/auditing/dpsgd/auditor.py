@@ -52,7 +52,13 @@ class DPSGDAuditor:
     steps : int, default=100
         Number of DP-SGD steps (full-batch steps at ``sample_rate=1``).
     n_runs : int, default=500
-        Runs with and runs without the canary.
+        Runs with and runs without the canary (the first round of a sequential audit).
+    max_runs : int, optional
+        Make the audit sequential: train in rounds up to ``max_runs`` runs per side and stop at
+        the first certified violation (see :class:`rdpest.auditing.Auditor`).
+    target_epsilon : float, optional
+        A sequential audit also stops once it detects ε_α >= ``target_epsilon`` with 80%
+        probability (see :class:`rdpest.auditing.Auditor`).
     model : {"lr", "mlp", "cnn"} or callable, default="lr"
         Logistic regression, a one-hidden-layer MLP, a small CNN for 8×8 digits, or a factory
         ``f(n_features, n_classes) -> torch.nn.Module`` (picklable for ``n_jobs != 1``).
@@ -112,6 +118,8 @@ class DPSGDAuditor:
         *,
         steps: int = 100,
         n_runs: int = 500,
+        max_runs: int | None = None,
+        target_epsilon: float | None = None,
         model="lr",
         canary="blank",
         canary_label: int | None = None,
@@ -137,6 +145,8 @@ class DPSGDAuditor:
         self.claimed_epsilon = claimed_epsilon
         self.steps = steps
         self.n_runs = n_runs
+        self.max_runs = max_runs
+        self.target_epsilon = target_epsilon
         self.model = model
         self.canary = canary
         self.canary_label = canary_label

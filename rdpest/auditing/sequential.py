@@ -1,0 +1,49 @@
+"""Sequential audits: train in rounds and stop as soon as the audit can decide.
+
+A sequential audit fixes its schedule before any training: the runs per side after each round,
+``n_runs``, then about ``growth`` times more each round (whole groups of runs for a score
+function that trains several at once), up to ``max_runs``. Each round refits every estimator to
+all runs so far, at level β/K for K rounds, and the audit stops at the first round whose
+certified bound exceeds the claim. By a union bound over the K rounds the probability of a false
+"violation" is at most K · β/K = β, whatever the stopping rule (each round's test is valid at its
+level on its own, and the critic may be retrained at every round). An audit that does not stop
+early spends only the rounds it ran; its power at the last round is reported at β/K.
+
+The audit may also stop WITHOUT a violation once its power target is met: ``target_epsilon``,
+the ε_α it should detect with 80% probability (:mod:`rdpest.auditing.power`). Stopping for power
+never raises the false-violation probability (it only forgoes later rounds).
+
+Rounds are computed from stored runs: a killed sequential audit resumes from its store, refits
+the rounds (seeded, so bit for bit the same) and reaches the same verdict.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["round_sizes"]
+
+
+def round_sizes(n_runs: int, max_runs: int, growth: float = 1.5, group: int = 1) -> list[int]:
+    """Runs per side after each round: ``n_runs``, then ×``growth`` (rounded up to whole groups
+    of ``group`` runs) until ``max_runs``.
+
+    Examples
+    --------
+    >>> round_sizes(500, 5000)
+    [500, 750, 1125, 1688, 2532, 3798, 5000]
+    >>> round_sizes(500, 500)
+    [500]
+    >>> round_sizes(100, 1000, growth=2.0, group=16)
+    [100, 208, 416, 832, 1000]
+    """
+    if max_runs < n_runs:
+        raise ValueError(f"max_runs={max_runs} must be >= n_runs={n_runs}")
+    if not growth > 1.0:
+        raise ValueError(f"round growth must be > 1, got {growth!r}")
+    sizes = [n_runs]
+    while sizes[-1] < max_runs:
+        nxt = math.ceil(sizes[-1] * growth)
+        nxt = math.ceil(nxt / group) * group
+        sizes.append(min(max(nxt, sizes[-1] + 1), max_runs))
+    return sizes

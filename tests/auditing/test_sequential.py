@@ -1,0 +1,164 @@
+"""Sequential audits: rounds, early stopping, resuming, and the false-violation rate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator
+from rdpest.auditing import Auditor, GaussianMechanismScore
+from rdpest.auditing.sequential import round_sizes
+from tests.helpers import assert_coverage, coverage_power
+
+ALPHA = 2.0
+
+
+def _estimators(seed: int = 0, dv: bool = True) -> dict:
+    estimators = {"bernoulli": BernoulliTPRFPRBaseline(alpha=ALPHA, random_state=seed)}
+    if dv:
+        estimators["dv"] = DVRenyiEstimator(
+            alpha=ALPHA, random_state=seed, hidden_layer_sizes=(8,), max_epochs=20
+        )
+    return estimators
+
+
+def _auditor(mech, **kwargs) -> Auditor:
+    options = {
+        "alpha": ALPHA,
+        "n_runs": 60,
+        "max_runs": 240,
+        "estimators": _estimators(),
+        "progress": False,
+    }
+    options.update(kwargs)
+    return Auditor(mech, 1.0, **options)
+
+
+def test_round_sizes_grow_to_the_maximum_in_whole_groups():
+    assert round_sizes(60, 240) == [60, 90, 135, 203, 240]
+    assert all(n % 16 == 0 for n in round_sizes(64, 1000, group=16)[:-1])
+    for bad in ({"max_runs": 50}, {"growth": 1.0}):
+        with pytest.raises(ValueError, match=r"max_runs|growth"):
+            round_sizes(60, bad.get("max_runs", 240), growth=bad.get("growth", 1.5))
+    with pytest.raises(ValueError, match="max_runs must be None or an integer >= n_runs"):
+        Auditor(GaussianMechanismScore(), 1.0, n_runs=100, max_runs=50).run()
+    with pytest.raises(ValueError, match="target_epsilon"):
+        Auditor(GaussianMechanismScore(), 1.0, n_runs=100, target_epsilon=-1.0).run()
+
+
+def test_a_violation_stops_the_audit_and_each_round_spends_beta_over_k():
+    """A mechanism with a quarter of the claimed noise (true epsilon_2 = 16) is caught in an
+    early round. Bugs caught: rounds at the full beta (the union bound is what keeps a stopped
+    audit valid), estimators fitted at another level than the one recorded, a result that
+    reports the planned rather than the used runs."""
+    buggy = GaussianMechanismScore(noise_std=1.0, noise_scale_bug=0.25)
+    result = _auditor(buggy).run()
+    planned = round_sizes(60, 240)
+    level = 0.05 / len(planned)
+    assert result.verdict == "violation"
+    assert len(result.rounds) < len(planned)  # stopped early
+    assert [r["n_runs"] for r in result.rounds] == planned[: len(result.rounds)]
+    assert result.n_runs == result.rounds[-1]["n_runs"]
+    assert all(r["beta"] == pytest.approx(level) for r in result.rounds)
+    assert [e["beta"] for e in result.estimates.values()] == pytest.approx([level / 2] * 2)
+    assert result.rounds[-1]["lower_bound"] > 1.0
+    assert all(r["verdict"] != "violation" for r in result.rounds[:-1])
+    # The last round's bounds are the estimators' own at that level on those runs.
+    alone = BernoulliTPRFPRBaseline(
+        alpha=ALPHA, random_state=0, beta=level / 2, direction="max"
+    ).fit(result.losses_with_canary, result.losses_without_canary)
+    assert result.estimates["bernoulli"]["lower_bound"] == alone.lower_bound_
+    assert (
+        "sequential: runs per side 60" in result.summary() and "of at most 240" in result.summary()
+    )
+
+
+def test_an_honest_audit_spends_its_budget_and_reports_its_power():
+    honest = GaussianMechanismScore(noise_std=1.0)
+    result = _auditor(honest, target_epsilon=1.5).run()
+    assert result.verdict in {"not_refuted", "underpowered"}
+    assert [r["n_runs"] for r in result.rounds] == round_sizes(60, 240)
+    assert result.config["max_runs"] == 240 and result.n_runs == 240
+    # 240 runs cannot detect 1.5 with 80% probability; the result says how many would.
+    needed = result.power["runs_needed"]
+    assert needed is None or needed > 240
+    assert "it would need about" in result.summary() or needed is None
+
+
+class _Crashing:
+    """A score function that dies after ``limit`` calls (a killed audit)."""
+
+    def __init__(self, inner, limit):
+        self.inner, self.limit, self.calls = inner, limit, 0
+
+    def __call__(self, include_canary, seed):
+        self.calls += 1
+        if self.calls > self.limit:
+            raise KeyboardInterrupt
+        return self.inner(include_canary, seed)
+
+    def describe(self):
+        return self.inner.describe()
+
+
+def test_a_killed_sequential_audit_resumes_to_the_same_verdict(tmp_path):
+    """Killed in its third round, resumed from its store: the same rounds, bounds and verdict
+    as an uninterrupted audit, and no finished run trained again."""
+    mech = GaussianMechanismScore(noise_std=1.0, noise_scale_bug=0.5)
+    whole = _auditor(mech, store=tmp_path / "whole").run()
+    crashing = _Crashing(mech, limit=2 * 90 + 40)  # rounds 60 and 90 done, 40 runs of round 3
+    with pytest.raises(KeyboardInterrupt):
+        _auditor(crashing, store=tmp_path / "killed").run()
+    counting = _Crashing(mech, limit=10**9)
+    resumed = _auditor(counting, store=tmp_path / "killed").run()
+    assert counting.calls == 2 * whole.n_runs - (2 * 90 + 40)
+    assert resumed.verdict == whole.verdict
+    assert resumed.rounds == whole.rounds
+    np.testing.assert_array_equal(resumed.losses_with_canary, whole.losses_with_canary)
+
+
+def test_sequential_results_do_not_depend_on_n_jobs():
+    mech = GaussianMechanismScore(noise_std=1.0, noise_scale_bug=0.5)
+    one = _auditor(mech, estimators=_estimators(dv=False)).run()
+    two = _auditor(mech, estimators=_estimators(dv=False), n_jobs=2).run()
+    assert one.rounds == two.rounds and one.verdict == two.verdict
+
+
+def _null_score(include_canary: bool, seed: int) -> float:
+    return float(np.random.default_rng(seed).normal())
+
+
+# 1000 sequential audits per cell at beta = 0.1: the assertion detects a false-violation rate of
+# 2 beta with power > 0.999 (tests.helpers.coverage_power).
+SEQ_AUDITS, SEQ_BETA = 1000, 0.1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pipeline", ["at_the_claim", "canary_has_no_effect"])
+def test_sequential_audits_of_honest_pipelines_say_violation_at_most_beta_of_the_time(pipeline):
+    """Five rounds (100 to 400 runs per side), stopping at the first certified violation: an
+    invalid stopping rule (every round at the full beta) is what this guards against. The
+    Bernoulli baseline is the certified estimator (the DV estimator's per-round validity is
+    covered by tests/estimators/test_coverage_of_what_users_run.py; the union bound over rounds
+    does not depend on the estimator)."""
+    assert coverage_power(SEQ_AUDITS, SEQ_BETA, 2 * SEQ_BETA) > 0.999
+    if pipeline == "at_the_claim":
+        score_fn = GaussianMechanismScore(sensitivity=1.0, noise_std=1.0)
+        claim = score_fn.claimed_epsilon(ALPHA)
+    else:
+        score_fn, claim = _null_score, 0.0
+    violations = 0
+    for audit in range(SEQ_AUDITS):
+        result = Auditor(
+            score_fn,
+            claim,
+            alpha=ALPHA,
+            beta=SEQ_BETA,
+            n_runs=100,
+            max_runs=400,
+            estimators=_estimators(audit, dv=False),
+            random_state=audit,
+            progress=False,
+        ).run()
+        violations += result.verdict == "violation"
+    assert_coverage(violations, SEQ_AUDITS, SEQ_BETA)
