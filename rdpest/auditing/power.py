@@ -19,9 +19,16 @@ from __future__ import annotations
 
 import math
 
-from rdpest.stats.power import detectable_divergence_of
+from rdpest.stats.power import bracket_power, detectable_divergence_of, threshold_power
 
-__all__ = ["TARGET_POWER", "audit_power", "power_sentence", "runs_needed", "verdict_of"]
+__all__ = [
+    "TARGET_POWER",
+    "audit_power",
+    "power_sentence",
+    "runs_needed",
+    "verdict_of",
+    "violation_probability",
+]
 
 # runs_needed searches up to this many runs per side.
 _MAX_RUNS_SEARCHED = 10_000_000
@@ -56,6 +63,31 @@ def _detectable(certified: list, n_with: int, n_without: int, claim: float, alph
         designs = est._power_designs(n_with, n_without)
         best = min(best, detectable_divergence_of(alpha, claim, **designs, power=TARGET_POWER))
     return best if math.isfinite(best) else None
+
+
+def violation_probability(
+    estimators: dict, n_with: int, n_without: int, divergence: float, claim: float, alpha: float
+) -> float:
+    """Predicted probability that an audit with these estimators (each at its share of β) says
+    "violation" when the scores follow the reference model at D_α = ``divergence``: the best of
+    the certified estimators' certificates (a lower bound on the union's probability, up to the
+    model's approximations; see :mod:`rdpest.stats.power`)."""
+    best = 0.0
+    for est in estimators.values():
+        designs = est._power_designs(n_with, n_without)
+        if designs["threshold"] is not None:
+            best = max(
+                best,
+                threshold_power(
+                    divergence, *designs["threshold"][:2], alpha, *designs["threshold"][2:], claim
+                ),
+            )
+        if designs["bracket"] is not None:
+            n_p, n_q, level, method, bound = designs["bracket"]
+            best = max(
+                best, bracket_power(divergence, n_p, n_q, alpha, level, claim, method, bound)
+            )
+    return float(best)
 
 
 def runs_needed(

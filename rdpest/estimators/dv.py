@@ -41,6 +41,7 @@ from rdpest.stats.certificates import (
     _certify_critic,
     _dv_bracket,
 )
+from rdpest.stats.regions import joint_level
 from rdpest.stats.threshold_tests import _certified_threshold_bound
 from rdpest.utils.torch_helpers import resolve_device
 
@@ -332,17 +333,21 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         return float(best)
 
     def _power_designs_direction(self, n_p: int, n_q: int, beta: float) -> dict:
-        # The first fold's certifying part at the fold's level, with Bonferroni limits (the joint
-        # region is tighter, so a prediction made with these errs on the side of less power).
+        # The first fold's certifying part at the fold's level. Each moment (or rate) at β/2 for
+        # the Bonferroni region; for the joint region at the region's symmetric design point, the
+        # level its bets are tuned for (rdpest.stats.certificates).
         fold_beta = beta / (2 if self.cross_fit else 1)
         m_p, m_q = self._split_sizes(n_p)[2], self._split_sizes(n_q)[2]
+        level = (
+            math.sqrt(joint_level(fold_beta))
+            if self.confidence_region == "joint"
+            else fold_beta / 2
+        )
         return {
-            "threshold": None
-            if self.certificate == "bracket"
-            else (m_p, m_q, fold_beta / 2, fold_beta / 2),
+            "threshold": None if self.certificate == "bracket" else (m_p, m_q, level, level),
             "bracket": None
             if self.certificate == "threshold" or min(m_p, m_q) < 2
-            else (m_p, m_q, fold_beta, self.confidence, float(self.critic_bound)),
+            else (m_p, m_q, level, self.confidence, float(self.critic_bound)),
         }
 
     # ------------------------------------------------------------------ fitting

@@ -34,6 +34,7 @@ from rdpest.utils.validation import check_alpha, check_int, check_open_unit
 
 __all__ = [
     "REFERENCE_MODELS",
+    "bracket_power",
     "detectable_divergence",
     "detectable_divergence_of",
     "threshold_power",
@@ -111,9 +112,9 @@ class _BracketDesign:
     largest expected bound (an oracle choice, like the threshold's).
     """
 
-    def __init__(self, n_p, n_q, alpha, beta, method, critic_bound, claim):
+    def __init__(self, n_p, n_q, alpha, level, method, critic_bound, claim):
         self.n_p, self.n_q, self.alpha, self.claim = n_p, n_q, alpha, claim
-        self.level, self.method, self.bound = beta / 2, method, critic_bound
+        self.level, self.method, self.bound = level, method, critic_bound
 
     @staticmethod
     def _moments(c, mean, sd, lo, hi):
@@ -197,6 +198,45 @@ def threshold_power(
     return _Design(*design, random_state).power_at(mu)[0]
 
 
+def bracket_power(
+    divergence: float,
+    n_p: int,
+    n_q: int,
+    alpha: float,
+    level: float,
+    claim: float,
+    method: str = "betting",
+    critic_bound: float = 20.0,
+) -> float:
+    """Probability (normal approximation) that the variational bracket with the exact log-ratio
+    critic certifies a bound above ``claim`` when the scores follow the Gaussian location model
+    at D_α = ``divergence`` (:class:`_BracketDesign`). ``level``: each moment's confidence level
+    (β/2 for the Bonferroni region; the joint region's design point, the square root of
+    :func:`rdpest.stats.regions.joint_level`, for the joint one).
+
+    Examples
+    --------
+    >>> bracket_power(1.5, 1000, 1000, 2.0, 0.00625, claim=1.0) < 0.5
+    True
+    >>> bracket_power(4.0, 1000, 1000, 2.0, 0.00625, claim=1.0) > 0.99
+    True
+    """
+    alpha = check_alpha(alpha)
+    claim = _checked_design(2, 2, alpha, 0.5, 0.5, claim)[5]
+    if not divergence >= 0.0:
+        raise ValueError(f"divergence must be >= 0, got {divergence!r}")
+    design = _BracketDesign(
+        check_int(n_p, "n_p", 2),
+        check_int(n_q, "n_q", 2),
+        alpha,
+        check_open_unit(level, "level"),
+        str(method),
+        float(critic_bound),
+        claim,
+    )
+    return design.power_at(math.sqrt(2.0 * divergence / alpha))
+
+
 def detectable_divergence(
     n_p: int,
     n_q: int,
@@ -240,14 +280,15 @@ def detectable_divergence_of(
     better at each divergence.
 
     ``threshold``: (n_p, n_q, level_p, level_q), a threshold test with Clopper–Pearson limits;
-    ``bracket``: (n_p, n_q, beta, method, critic_bound), the variational bracket with the exact
-    log-ratio critic (:class:`_BracketDesign`'s normal approximation). ``inf`` if neither can.
+    ``bracket``: (n_p, n_q, level, method, critic_bound), the variational bracket with the exact
+    log-ratio critic, each moment at confidence level ``level`` (:class:`_BracketDesign`'s
+    normal approximation). ``inf`` if neither can.
 
     Examples
     --------
     >>> thr = detectable_divergence_of(2.0, 1.0, threshold=(1000, 1000, 0.00625, 0.00625))
     >>> both = detectable_divergence_of(2.0, 1.0, threshold=(1000, 1000, 0.00625, 0.00625),
-    ...                                 bracket=(1000, 1000, 0.0125, "betting", 20.0))
+    ...                                 bracket=(1000, 1000, 0.00625, "betting", 20.0))
     >>> 1.0 < both <= thr
     True
     """
@@ -259,9 +300,9 @@ def detectable_divergence_of(
         threshold = _checked_design(n_p, n_q, alpha, level_p, level_q, claim)
         threshold = (*threshold[:2], *threshold[3:5])
     if bracket is not None:
-        n_p, n_q, beta, method, critic_bound = bracket
-        check_int(n_p, "n_p", 2), check_int(n_q, "n_q", 2), check_open_unit(beta, "beta")
-        bracket = (int(n_p), int(n_q), float(beta), str(method), float(critic_bound))
+        n_p, n_q, level, method, critic_bound = bracket
+        check_int(n_p, "n_p", 2), check_int(n_q, "n_q", 2), check_open_unit(level, "level")
+        bracket = (int(n_p), int(n_q), float(level), str(method), float(critic_bound))
     return _detectable(threshold, bracket, alpha, claim, power, int(random_state))
 
 
