@@ -5,6 +5,12 @@
    point estimate's extra partitions left out: ``n_repeats=1``, which does not change the bound)
    give the realised probability of a "violation" verdict; beside it, the probability the power
    model predicts (rdpest.auditing.power.violation_probability) and the difference.
+3. ``--dpsgd``: the DP-SGD audit on scikit-learn's digits (logistic regression, 100 full-batch
+   steps, claimed ε₂ = 1): ten independent sequential audits (500 up to 5,000 runs per side, power
+   target ε₂ = 2) of the trainer that adds 0.7× the claimed noise (true ε₂ about 2× the claim)
+   and ten of the honest trainer: how many say violation and the median runs per side used. The
+   audits' run stores go to benchmarks/results/auditing/power/stores/ (not committed; a re-run
+   resumes from them).
 2. ``--synthetic``: Gaussian-mechanism audits whose true ε_α is 1.25, 1.5, 2 and 4 times the
    claim: the probability of a violation verdict and the median runs per side used, by a
    fixed-size audit of ``max_runs`` runs and by a sequential audit from ``max_runs / 8`` up to
@@ -171,7 +177,61 @@ def synthetic(repetitions: int, max_runs: int, alpha: float, claim: float) -> li
     return rows
 
 
-def _markdown(validation: list[dict], synth: list[dict], command: str, seconds: float) -> str:
+def dpsgd(audits: int, max_runs: int, n_jobs: int) -> list[dict]:
+    from rdpest.auditing import DPSGDAuditor
+
+    path = RECORDS / "dpsgd.jsonl"
+    done = _done(path)
+    rows = []
+    for bug in (0.7, 1.0):
+        cell = f"bug{bug}-m{max_runs}"
+        for seed in range(audits):
+            key = f"{cell}-s{seed}"
+            if key in done:
+                continue
+            started = time.time()
+            result = DPSGDAuditor(
+                alpha=2.0,
+                claimed_epsilon=1.0,
+                steps=100,
+                n_runs=500,
+                max_runs=max_runs,
+                target_epsilon=2.0,
+                noise_scale_bug=bug,
+                n_jobs=n_jobs,
+                store=RECORDS / "stores" / key,
+                random_state=seed,
+                progress=False,
+            ).run()
+            done[key] = {
+                "key": key,
+                "violation": result.verdict == "violation",
+                "verdict": result.verdict,
+                "runs_used": result.n_runs,
+                "bounds": [r["lower_bound"] for r in result.rounds],
+                "dv_estimate": result.estimates["dv"]["divergence"],
+                "seconds": time.time() - started,
+            }
+            _append(path, done[key])
+            print(key, done[key], file=sys.stderr, flush=True)
+        records = [done[f"{cell}-s{seed}"] for seed in range(audits)]
+        rows.append(
+            {
+                "noise_scale_bug": bug,
+                "true_over_claim": round(1.0 / bug**2, 3),
+                "max_runs": max_runs,
+                "audits": audits,
+                "violations": int(sum(r["violation"] for r in records)),
+                "median_runs_used": statistics.median(r["runs_used"] for r in records),
+                "verdicts": sorted({r["verdict"] for r in records}),
+            }
+        )
+    return rows
+
+
+def _markdown(
+    validation: list[dict], synth: list[dict], dp: list[dict], command: str, seconds: float
+) -> str:
     lines = [
         "# Audit power",
         "",
@@ -216,6 +276,25 @@ def _markdown(validation: list[dict], synth: list[dict], command: str, seconds: 
                 f"{r['audits']} | {r['violation_rate']:.2f} | {r['median_runs_used']:g} |"
             )
         lines.append("")
+    if dp:
+        lines += [
+            "## DP-SGD on digits: sequential audits",
+            "",
+            "Logistic regression, 100 full-batch steps, C = 1, claimed epsilon_2 = 1, blank "
+            "canary,",
+            "500 up to max_runs runs per side in rounds of about 1.5x, power target epsilon_2 = 2.",
+            "",
+            "| noise / claimed noise | true / claim (about) | max runs | audits | violations "
+            "| median runs used | verdicts |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in dp:
+            lines.append(
+                f"| {r['noise_scale_bug']:g} | {r['true_over_claim']:g} | {r['max_runs']} | "
+                f"{r['audits']} | {r['violations']} | {r['median_runs_used']:g} | "
+                f"{', '.join(r['verdicts'])} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -226,6 +305,10 @@ def main(argv=None) -> int:
     parser.add_argument("--repetitions", type=int, default=60)
     parser.add_argument("--synthetic-repetitions", type=int, default=20)
     parser.add_argument("--max-runs", type=int, default=1000)
+    parser.add_argument("--dpsgd", action="store_true")
+    parser.add_argument("--dpsgd-audits", type=int, default=10)
+    parser.add_argument("--dpsgd-max-runs", type=int, default=5000)
+    parser.add_argument("--n-jobs", type=int, default=2)
     args = parser.parse_args(argv)
     start = time.time()
     validation = validate(args.repetitions) if args.validate else []
@@ -233,14 +316,15 @@ def main(argv=None) -> int:
     if args.synthetic:
         synth += synthetic(args.synthetic_repetitions, args.max_runs, 2.0, 1.0)
         synth += synthetic(args.synthetic_repetitions, args.max_runs, 1.25, 0.5)
+    dp = dpsgd(args.dpsgd_audits, args.dpsgd_max_runs, args.n_jobs) if args.dpsgd else []
     command = "python benchmarks/bench_power.py " + " ".join(argv or sys.argv[1:])
     seconds = time.time() - start
     OUT.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
         OUT / "power.json",
-        json.dumps({"validation": validation, "synthetic": synth}, indent=2),
+        json.dumps({"validation": validation, "synthetic": synth, "dpsgd": dp}, indent=2),
     )
-    text = _markdown(validation, synth, command.strip(), seconds)
+    text = _markdown(validation, synth, dp, command.strip(), seconds)
     atomic_write_text(OUT / "power.md", text)
     print(text)
     return 0

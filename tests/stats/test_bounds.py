@@ -91,7 +91,7 @@ def test_betting_never_much_looser_than_hoeffding(n, p, seed, beta):
 def test_betting_covers_half_bernoulli_at_n_200():
     # Regression test: sorting the values and applying a fixed permutation (an earlier way of
     # making the bound order-invariant) broke exchangeability; this case then missed 9.8% of the
-    # time at beta = 0.05. Tolerance: assert_coverage's one-sided binomial test at 1e-3.
+    # time at beta = 0.05. Tolerance: the suite's binomial test (tests.helpers).
     rng = np.random.default_rng(123)
     repetitions = 1000
     failures = sum(
