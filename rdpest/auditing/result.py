@@ -211,7 +211,9 @@ class AuditResult:
             import matplotlib.pyplot as plt
         except ImportError:  # pragma: no cover - the dev extra installs matplotlib
             raise ImportError("plotting needs matplotlib: pip install 'rdpest[plot]'") from None
-        fig, (ax_hist, ax_bounds) = plt.subplots(1, 2, figsize=(11, 4))
+        sequential = len(self.rounds) > 1
+        fig, axes = plt.subplots(1, 3 if sequential else 2, figsize=(16 if sequential else 11, 4))
+        ax_hist, ax_bounds = axes[0], axes[1]
         both = np.concatenate([self.losses_without_canary, self.losses_with_canary])
         bins = np.histogram_bin_edges(both, bins=40)
         ax_hist.hist(self.losses_without_canary, bins=bins, alpha=0.6, label="O: without canary")
@@ -231,6 +233,14 @@ class AuditResult:
         ax_bounds.set_xlim(0.0, 1.15 * max([*points, *bounds, self.claimed_epsilon, 1e-3]))
         ax_bounds.set_xlabel(f"D_{self.alpha:g} (grey: not certified)")
         ax_bounds.legend(loc="best", fontsize="small")
+        if sequential:
+            ax_rounds = axes[2]
+            runs = [r["n_runs"] for r in self.rounds]
+            ax_rounds.plot(runs, [r["lower_bound"] for r in self.rounds], "o-", label="bound")
+            ax_rounds.axhline(self.claimed_epsilon, color="tab:red", ls="--", label="claimed ε_α")
+            ax_rounds.set_xlabel("runs per side")
+            ax_rounds.set_ylabel(f"certified D_{self.alpha:g} bound (each round at β/K)")
+            ax_rounds.legend(loc="best", fontsize="small")
         fig.suptitle(self.verdict_sentence(), fontsize="small", wrap=True)
         fig.tight_layout()
         if path is not None:

@@ -162,3 +162,15 @@ def test_sequential_audits_of_honest_pipelines_say_violation_at_most_beta_of_the
         ).run()
         violations += result.verdict == "violation"
     assert_coverage(violations, SEQ_AUDITS, SEQ_BETA)
+
+
+def test_the_plot_of_a_sequential_audit_shows_its_rounds(tmp_path):
+    """A third panel plots the certified bound after each round against the claim."""
+    result = _auditor(GaussianMechanismScore(noise_std=1.0, noise_scale_bug=0.5)).run()
+    assert len(result.rounds) > 1
+    fig = result.plot(tmp_path / "audit.png")
+    rounds_axis = fig.axes[2]
+    xs, ys = rounds_axis.lines[0].get_data()
+    assert list(xs) == [r["n_runs"] for r in result.rounds]
+    assert list(ys) == [r["lower_bound"] for r in result.rounds]
+    assert (tmp_path / "audit.png").stat().st_size > 0
