@@ -138,11 +138,12 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         ``threshold`` = (certifying rows of P, of Q, Clopper–Pearson levels of the TPR and the
         FPR) and ``bracket`` = (certifying rows of P, of Q, level, confidence method, critic
         bound), each None where the estimator does not certify that way (both for an
-        uncertified estimator)."""
+        uncertified estimator); ``tries``: how many directions certify (2 for "max")."""
+        tries = 2 if self.direction == "max" else 1
         if not self.will_be_certified():
-            return {"threshold": None, "bracket": None}
-        beta = float(self.beta) / (2 if self.direction == "max" else 1)
-        return self._power_designs_direction(n_p, n_q, beta)
+            return {"threshold": None, "bracket": None, "tries": tries}
+        beta = float(self.beta) / tries
+        return {**self._power_designs_direction(n_p, n_q, beta), "tries": tries}
 
     def _power_designs_direction(self, n_p: int, n_q: int, beta: float) -> dict:
         return {"threshold": None, "bracket": None}
