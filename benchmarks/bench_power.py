@@ -186,7 +186,7 @@ def synthetic(repetitions: int, max_runs: int, alpha: float, claim: float) -> li
     return rows
 
 
-def dpsgd(audits: int, max_runs: int, n_jobs: int) -> list[dict]:
+def dpsgd(audits: int, max_runs: int, n_jobs: int, report_only: bool = False) -> list[dict]:
     from rdpest.auditing import DPSGDAuditor
 
     path = RECORDS / "dpsgd.jsonl"
@@ -196,7 +196,7 @@ def dpsgd(audits: int, max_runs: int, n_jobs: int) -> list[dict]:
         cell = f"bug{bug}-m{max_runs}"
         for seed in range(audits):
             key = f"{cell}-s{seed}"
-            if key in done:
+            if key in done or report_only:
                 continue
             started = time.time()
             result = DPSGDAuditor(
@@ -223,13 +223,15 @@ def dpsgd(audits: int, max_runs: int, n_jobs: int) -> list[dict]:
             }
             _append(path, done[key])
             print(key, done[key], file=sys.stderr, flush=True)
-        records = [done[f"{cell}-s{seed}"] for seed in range(audits)]
+        records = [done[key] for seed in range(audits) if (key := f"{cell}-s{seed}") in done]
+        if not records:
+            continue
         rows.append(
             {
                 "noise_scale_bug": bug,
                 "true_over_claim": round(1.0 / bug**2, 3),
                 "max_runs": max_runs,
-                "audits": audits,
+                "audits": len(records),
                 "violations": int(sum(r["violation"] for r in records)),
                 "median_runs_used": statistics.median(r["runs_used"] for r in records),
                 "verdicts": sorted({r["verdict"] for r in records}),
@@ -244,8 +246,10 @@ def _markdown(
     lines = [
         "# Audit power",
         "",
-        f"Command: `{command}` ({seconds / 60:.0f} min on this machine, 2 CPU cores). "
-        f"beta = {BETA}; default estimators (dv with n_repeats=1, bernoulli, gdp_route).",
+        f"Command: `{command}` (2 CPU cores; finished audits are read back from "
+        "benchmarks/results/auditing/power/*.jsonl, so this run's "
+        f"{seconds / 60:.0f} min are only the audits it had left). beta = {BETA}; default "
+        "estimators (dv with n_repeats=1, bernoulli, gdp_route).",
         "",
     ]
     if validation:
@@ -321,6 +325,11 @@ def main(argv=None) -> int:
     parser.add_argument("--dpsgd-audits", type=int, default=10)
     parser.add_argument("--dpsgd-max-runs", type=int, default=5000)
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument(
+        "--dpsgd-report-only",
+        action="store_true",
+        help="report the finished DP-SGD audits without running the missing ones",
+    )
     args = parser.parse_args(argv)
     start = time.time()
     validation = validate(args.repetitions) if args.validate else []
@@ -328,7 +337,11 @@ def main(argv=None) -> int:
     if args.synthetic:
         synth += synthetic(args.synthetic_repetitions, args.max_runs, 2.0, 1.0)
         synth += synthetic(args.synthetic_repetitions, args.max_runs, 1.25, 0.5)
-    dp = dpsgd(args.dpsgd_audits, args.dpsgd_max_runs, args.n_jobs) if args.dpsgd else []
+    dp = (
+        dpsgd(args.dpsgd_audits, args.dpsgd_max_runs, args.n_jobs, args.dpsgd_report_only)
+        if args.dpsgd
+        else []
+    )
     command = "python benchmarks/bench_power.py " + " ".join(argv or sys.argv[1:])
     seconds = time.time() - start
     OUT.mkdir(parents=True, exist_ok=True)
