@@ -96,3 +96,39 @@ def assert_clone_and_pickle_round_trip(est, score_rel: float = 0.0) -> None:
     assert restored.lower_bound_ == fitted.lower_bound_
     assert restored.score(X, Y) == pytest.approx(fitted.score(X, Y), rel=score_rel, abs=0.0)
     assert clone(est).set_params(beta=0.2).beta == 0.2
+
+
+def null_score(include_canary: bool, seed: int) -> float:
+    """A pipeline the canary does not affect at all (P = Q): any claim >= 0 is honest."""
+    import numpy as np
+
+    return float(np.random.default_rng(seed).normal())
+
+
+def false_violations(pipeline: str, alpha: float, audits: int, estimators, **settings) -> int:
+    """How many of ``audits`` independent audits of an honest pipeline say "violation".
+
+    ``pipeline``: "at_the_claim" (a Gaussian mechanism whose true ε_α equals its claim, the
+    hardest honest case) or "canary_has_no_effect" (:func:`null_score`, claim 0).
+    ``estimators(audit)`` gives each audit's estimators; ``settings`` go to the Auditor.
+    """
+    from rdpest.auditing import Auditor, GaussianMechanismScore
+
+    if pipeline == "at_the_claim":
+        score_fn = GaussianMechanismScore(sensitivity=1.0, noise_std=1.0)
+        claim = score_fn.claimed_epsilon(alpha)
+    else:
+        score_fn, claim = null_score, 0.0
+    count = 0
+    for audit in range(audits):
+        result = Auditor(
+            score_fn,
+            claim,
+            alpha=alpha,
+            estimators=estimators(audit),
+            random_state=audit,
+            progress=False,
+            **settings,
+        ).run()
+        count += result.verdict == "violation"
+    return count

@@ -8,7 +8,7 @@ import pytest
 from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator
 from rdpest.auditing import Auditor, GaussianMechanismScore
 from rdpest.auditing.sequential import round_sizes
-from tests.helpers import assert_coverage, coverage_power
+from tests.helpers import assert_coverage, coverage_power, false_violations
 
 ALPHA = 2.0
 
@@ -124,10 +124,6 @@ def test_sequential_results_do_not_depend_on_n_jobs():
     assert one.rounds == two.rounds and one.verdict == two.verdict
 
 
-def _null_score(include_canary: bool, seed: int) -> float:
-    return float(np.random.default_rng(seed).normal())
-
-
 # 1000 sequential audits per cell at beta = 0.1: the assertion detects a false-violation rate of
 # 2 beta with power > 0.999 (tests.helpers.coverage_power).
 SEQ_AUDITS, SEQ_BETA = 1000, 0.1
@@ -142,25 +138,15 @@ def test_sequential_audits_of_honest_pipelines_say_violation_at_most_beta_of_the
     covered by tests/estimators/test_coverage_of_what_users_run.py; the union bound over rounds
     does not depend on the estimator)."""
     assert coverage_power(SEQ_AUDITS, SEQ_BETA, 2 * SEQ_BETA) > 0.999
-    if pipeline == "at_the_claim":
-        score_fn = GaussianMechanismScore(sensitivity=1.0, noise_std=1.0)
-        claim = score_fn.claimed_epsilon(ALPHA)
-    else:
-        score_fn, claim = _null_score, 0.0
-    violations = 0
-    for audit in range(SEQ_AUDITS):
-        result = Auditor(
-            score_fn,
-            claim,
-            alpha=ALPHA,
-            beta=SEQ_BETA,
-            n_runs=100,
-            max_runs=400,
-            estimators=_estimators(audit, dv=False),
-            random_state=audit,
-            progress=False,
-        ).run()
-        violations += result.verdict == "violation"
+    violations = false_violations(
+        pipeline,
+        ALPHA,
+        SEQ_AUDITS,
+        lambda audit: _estimators(audit, dv=False),
+        beta=SEQ_BETA,
+        n_runs=100,
+        max_runs=400,
+    )
     assert_coverage(violations, SEQ_AUDITS, SEQ_BETA)
 
 

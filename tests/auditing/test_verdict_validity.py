@@ -12,17 +12,12 @@ import numpy as np
 import pytest
 
 from rdpest import BernoulliTPRFPRBaseline
-from rdpest.auditing import Auditor, GaussianMechanismScore
+from rdpest.auditing import Auditor
 from rdpest.auditing.auditor import default_estimators
-from tests.helpers import assert_coverage, coverage_power
+from tests.helpers import assert_coverage, coverage_power, false_violations, null_score
 
 ALPHA = 2.0
 SMALL_DV = {"hidden_layer_sizes": (8,), "max_epochs": 20}
-
-
-def _null_score(include_canary: bool, seed: int) -> float:
-    """A pipeline the canary does not affect at all (P = Q): any claim >= 0 is honest."""
-    return float(np.random.default_rng(seed).normal())
 
 
 def _estimators(random_state: int) -> dict:
@@ -41,14 +36,14 @@ def test_uncertified_estimators_never_decide_the_verdict():
     without, with_ = rng.normal(0.0, 1.0, 300), rng.normal(3.0, 1.0, 300)
     gdp = BernoulliTPRFPRBaseline(alpha=ALPHA, conversion="gdp", random_state=0)
     assert not gdp.will_be_certified()
-    auditor = Auditor(_null_score, 0.2, alpha=ALPHA, estimators={"gdp_route": gdp})
+    auditor = Auditor(null_score, 0.2, alpha=ALPHA, estimators={"gdp_route": gdp})
     result = auditor.evaluate(without, with_)
     assert result.estimates["gdp_route"]["lower_bound"] > 0.2  # it would have decided ...
     assert result.estimates["gdp_route"]["certified"] is False
     assert result.verdict != "violation"  # ... but it must not
     # The same samples with a certified estimator added: that one decides.
     auditor = Auditor(
-        _null_score,
+        null_score,
         0.2,
         alpha=ALPHA,
         estimators={"gdp_route": gdp, "bernoulli": BernoulliTPRFPRBaseline(alpha=ALPHA)},
@@ -64,7 +59,7 @@ def test_beta_sharing_follows_the_documented_rule():
     rng = np.random.default_rng(1)
     without, with_ = rng.normal(0.0, 1.0, 200), rng.normal(1.0, 1.0, 200)
     estimators = _estimators(3)
-    result = Auditor(_null_score, 1.0, alpha=ALPHA, beta=0.1, estimators=estimators).evaluate(
+    result = Auditor(null_score, 1.0, alpha=ALPHA, beta=0.1, estimators=estimators).evaluate(
         without, with_
     )
     assert {name: e["beta"] for name, e in result.estimates.items()} == {
@@ -91,22 +86,7 @@ def test_honest_audits_say_violation_at_most_beta_of_the_time(pipeline):
     touch (P = Q) with a claim of 0. Both arms use the audit defaults (dv and bernoulli
     certified at beta/2 each, the GDP route reported only)."""
     assert coverage_power(AUDITS, AUDIT_BETA, 2 * AUDIT_BETA) >= 0.8
-    if pipeline == "at_the_claim":
-        score_fn = GaussianMechanismScore(sensitivity=1.0, noise_std=1.0)
-        claim = score_fn.claimed_epsilon(ALPHA)  # = true epsilon_2 = 1
-    else:
-        score_fn, claim = _null_score, 0.0
-    violations = 0
-    for audit in range(AUDITS):
-        result = Auditor(
-            score_fn,
-            claim,
-            alpha=ALPHA,
-            beta=AUDIT_BETA,
-            n_runs=RUNS,
-            estimators=_estimators(audit),
-            random_state=audit,
-            progress=False,
-        ).run()
-        violations += result.verdict == "violation"
+    violations = false_violations(
+        pipeline, ALPHA, AUDITS, _estimators, beta=AUDIT_BETA, n_runs=RUNS
+    )
     assert_coverage(violations, AUDITS, AUDIT_BETA)
