@@ -300,6 +300,11 @@ def _markdown(
             "canary,",
             "500 up to max_runs runs per side in rounds of about 1.5x, power target epsilon_2 = 2.",
             "",
+            "The power target stops an audit without a violation once it detects epsilon_2 >= 2",
+            "with 80% probability; with a true epsilon_2 of about 2.04 an audit stopped that way",
+            "misses about one time in five or more. Without a power target the honest audits",
+            "would run to max_runs (10,000 models each), more than this run could afford.",
+            "",
             "| noise / claimed noise | true / claim (about) | max runs | audits | violations "
             "| median runs used | verdicts |",
             "|---|---|---|---|---|---|---|",
