@@ -19,6 +19,10 @@ The invalid variants are the mistakes an audit actually makes:
 - **sorted input to the betting bound** (largest values first): the betting capital process is a
   supermartingale only for exchangeable, unsorted data.
 
+(Choosing only the bracket's window, or a step critic, on the certifying data was tried first and
+missed in 0-1% of nulls: the bracket's confidence slack hides that much selection, so it could
+not serve as a control.)
+
 Repetitions: every cell detects a miss rate of 2β with power ≥ 0.8 at the suite's per-assertion
 level (tests.helpers.repetitions_for_power: R ≥ 300 at β = 0.1), checked by a quick test below
 so R cannot be lowered silently.
