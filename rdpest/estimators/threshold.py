@@ -243,16 +243,21 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         # The GDP route assumes a Gaussian trade-off curve; only the direct conversion certifies.
         return self.conversion == "direct"
 
+    def _certifying_design(self, n_p: int, n_q: int, beta: float):
+        """(certifying rows of P, of Q, Clopper–Pearson level of the TPR, of the FPR) of one
+        direction at level ``beta``, as ``_fit_direction`` certifies; None if a part is empty."""
+        if self.threshold == "split":
+            m_p, m_q = round(n_p * self.test_fraction), round(n_q * self.test_fraction)
+            return (m_p, m_q, beta / 2, beta / 2) if min(m_p, m_q) >= 1 else None
+        return (n_p, n_q, *_uniform_band_levels(beta, n_p, n_q))
+
     def _max_certifiable_direction(self, n_p: int, n_q: int, beta: float) -> float:
         # Perfect separation: every certifying P score on the chosen side, no Q score. The bound
         # grows with k_p and falls with k_q, so (n_p, 0) positives give the largest one.
-        if self.threshold == "split":
-            n_p, n_q = round(n_p * self.test_fraction), round(n_q * self.test_fraction)
-            level_p = level_q = beta / 2
-        else:
-            level_p, level_q = _uniform_band_levels(beta, n_p, n_q)
-        if n_p < 1 or n_q < 1:
+        design = self._certifying_design(n_p, n_q, beta)
+        if design is None:
             return 0.0
+        n_p, n_q, level_p, level_q = design
         tpr_lo = float(_clopper_pearson(n_p, n_p, level_p, "lower"))
         fpr_hi = float(_clopper_pearson(0, n_q, level_q, "upper"))
         if tpr_lo <= fpr_hi:
@@ -260,12 +265,7 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         return float(_bernoulli_renyi_divergence(float(self.alpha), tpr_lo, fpr_hi))
 
     def _power_designs_direction(self, n_p: int, n_q: int, beta: float) -> dict:
-        if self.threshold == "split":
-            m_p, m_q = round(n_p * self.test_fraction), round(n_q * self.test_fraction)
-            design = (m_p, m_q, beta / 2, beta / 2) if min(m_p, m_q) >= 1 else None
-        else:
-            design = (n_p, n_q, *_uniform_band_levels(beta, n_p, n_q))
-        return {"threshold": design, "bracket": None}
+        return {"threshold": self._certifying_design(n_p, n_q, beta), "bracket": None}
 
     # ------------------------------------------------------------------ fitting
     def _start_fit(self) -> None:

@@ -12,12 +12,13 @@ D_α = α μ² / 2 in both directions (Gil, Alajaji & Linder 2013, the Gaussian 
 loss is the shape of DP-SGD's: the Gaussian mechanism's (Mironov 2017, Prop. 7), which full-batch
 DP-SGD with a canary composes (Dong, Roth & Su 2022, μ-GDP).
 
-The prediction fixes the test's threshold at the value that maximises the power (an oracle
-choice; a threshold chosen on a training split does slightly worse), and certifies one direction
-with Bonferroni limits (β/2 per rate); a real audit also certifies the reverse direction, may use
-the joint confidence region and the variational bracket, all of which only add power. The
-probability is computed by Monte Carlo over the two binomial counts with common random numbers,
-so it is smooth in μ and in the threshold.
+Two certificates are modelled, each with the model's exact log ratio as critic and an oracle
+choice (the threshold, or the clipping window, that does best; one chosen on a training split does
+slightly worse): the threshold test, by Monte Carlo over its two binomial counts with common random
+numbers (so the probability is smooth in μ and in the threshold), and the variational bracket, in
+a normal approximation (:class:`_BracketDesign`). How an audit's estimators and directions combine
+them is :mod:`rdpest.auditing.power`'s; the prediction is checked against realised power in
+benchmarks/results/auditing/power.md.
 """
 
 from __future__ import annotations
@@ -48,19 +49,38 @@ _THRESHOLDS = np.linspace(-1.0, 4.0, 21)
 _DRAWS = 2000
 
 
-def _checked_design(n_p, n_q, alpha, level_p, level_q, claim) -> tuple:
-    """The certificate's design (sizes, order, levels, claim), each checked."""
+def _checked_claim(claim) -> float:
     claim = float(claim)
     if not (math.isfinite(claim) and claim >= 0.0):
         raise ValueError(f"claim must be a finite number >= 0, got {claim!r}")
+    return claim
+
+
+def _checked_threshold(n_p, n_q, level_p, level_q) -> tuple[int, int, float, float]:
+    """A threshold test's design (certifying sizes, Clopper–Pearson levels), checked."""
     return (
         check_int(n_p, "n_p", 1),
         check_int(n_q, "n_q", 1),
-        check_alpha(alpha),
         check_open_unit(level_p, "level_p"),
         check_open_unit(level_q, "level_q"),
-        claim,
     )
+
+
+def _checked_bracket(n_p, n_q, level, method, critic_bound) -> tuple[int, int, float, str, float]:
+    """A bracket certificate's design (certifying sizes, level, method, critic bound), checked."""
+    return (
+        check_int(n_p, "n_p", 2),
+        check_int(n_q, "n_q", 2),
+        check_open_unit(level, "level"),
+        str(method),
+        float(critic_bound),
+    )
+
+
+def _checked_divergence(divergence) -> float:
+    if not divergence >= 0.0:
+        raise ValueError(f"divergence must be >= 0, got {divergence!r}")
+    return float(divergence)
 
 
 def _uniforms(random_state: int) -> tuple[np.ndarray, np.ndarray]:
@@ -191,11 +211,10 @@ def threshold_power(
     >>> 0.0 <= low < high <= 1.0
     True
     """
-    design = _checked_design(n_p, n_q, alpha, level_p, level_q, claim)
-    if not divergence >= 0.0:
-        raise ValueError(f"divergence must be >= 0, got {divergence!r}")
-    mu = math.sqrt(2.0 * divergence / design[2])
-    return _Design(*design, random_state).power_at(mu)[0]
+    alpha, claim = check_alpha(alpha), _checked_claim(claim)
+    n_p, n_q, level_p, level_q = _checked_threshold(n_p, n_q, level_p, level_q)
+    mu = math.sqrt(2.0 * _checked_divergence(divergence) / alpha)
+    return _Design(n_p, n_q, alpha, level_p, level_q, claim, random_state).power_at(mu)[0]
 
 
 def bracket_power(
@@ -221,20 +240,10 @@ def bracket_power(
     >>> bracket_power(4.0, 1000, 1000, 2.0, 0.00625, claim=1.0) > 0.99
     True
     """
-    alpha = check_alpha(alpha)
-    claim = _checked_design(2, 2, alpha, 0.5, 0.5, claim)[5]
-    if not divergence >= 0.0:
-        raise ValueError(f"divergence must be >= 0, got {divergence!r}")
-    design = _BracketDesign(
-        check_int(n_p, "n_p", 2),
-        check_int(n_q, "n_q", 2),
-        alpha,
-        check_open_unit(level, "level"),
-        str(method),
-        float(critic_bound),
-        claim,
-    )
-    return design.power_at(math.sqrt(2.0 * divergence / alpha))
+    alpha, claim = check_alpha(alpha), _checked_claim(claim)
+    n_p, n_q, level, method, critic_bound = _checked_bracket(n_p, n_q, level, method, critic_bound)
+    design = _BracketDesign(n_p, n_q, alpha, level, method, critic_bound, claim)
+    return design.power_at(math.sqrt(2.0 * _checked_divergence(divergence) / alpha))
 
 
 def detectable_divergence(
@@ -262,9 +271,9 @@ def detectable_divergence(
     >>> detectable_divergence(5, 5, 2.0, 0.0125, 0.0125, claim=1.0)
     inf
     """
-    design = _checked_design(n_p, n_q, alpha, level_p, level_q, claim)
-    power = check_open_unit(power, "power")
-    return _detectable((*design[:2], *design[3:5]), None, design[2], design[5], power, random_state)
+    return detectable_divergence_of(
+        alpha, claim, threshold=(n_p, n_q, level_p, level_q), power=power, random_state=random_state
+    )
 
 
 def detectable_divergence_of(
@@ -292,17 +301,10 @@ def detectable_divergence_of(
     >>> 1.0 < both <= thr
     True
     """
-    alpha = check_alpha(alpha)
-    claim = _checked_design(2, 2, alpha, 0.5, 0.5, claim)[5]
+    alpha, claim = check_alpha(alpha), _checked_claim(claim)
     power = check_open_unit(power, "power")
-    if threshold is not None:
-        n_p, n_q, level_p, level_q = threshold
-        threshold = _checked_design(n_p, n_q, alpha, level_p, level_q, claim)
-        threshold = (*threshold[:2], *threshold[3:5])
-    if bracket is not None:
-        n_p, n_q, level, method, critic_bound = bracket
-        check_int(n_p, "n_p", 2), check_int(n_q, "n_q", 2), check_open_unit(level, "level")
-        bracket = (int(n_p), int(n_q), float(level), str(method), float(critic_bound))
+    threshold = None if threshold is None else _checked_threshold(*threshold)
+    bracket = None if bracket is None else _checked_bracket(*bracket)
     return _detectable(threshold, bracket, alpha, claim, power, int(random_state))
 
 
