@@ -1,0 +1,306 @@
+"""Reading MNIST (IDX) and CIFAR-10 (binary) from the user's own files, and ``KIND:PATH`` specs.
+
+Every test writes a few images in the real file format under ``tmp_path``; nothing downloads.
+Round trips are exact: a byte b becomes the float32 nearest to b / 255, which is also what numpy
+gives for ``np.float32(b) / np.float32(255)``, so the comparisons need no tolerance.
+"""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rdpest.auditing.dpsgd.data import (
+    DATA_KINDS,
+    load_cifar10,
+    load_data,
+    load_mnist,
+    parse_data_spec,
+)
+
+MNIST_NAMES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+CIFAR_TRAIN = [f"data_batch_{i}.bin" for i in range(1, 6)]
+
+
+def idx_bytes(array: np.ndarray, type_code: int = 0x08) -> bytes:
+    """``array`` (uint8) in LeCun's IDX format: magic 00 00 type ndim, big-endian sizes, data."""
+    header = bytes([0, 0, type_code, array.ndim]) + np.array(array.shape, dtype=">u4").tobytes()
+    return header + np.ascontiguousarray(array, dtype=np.uint8).tobytes()
+
+
+def write(path: Path, data: bytes, gz: bool = False) -> Path:
+    if gz:
+        path = path.with_name(path.name + ".gz")
+        path.write_bytes(gzip.compress(data))
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def mnist_arrays(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    images = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
+    images[0, 0, 0], images[0, 0, 1] = 0, 255  # both ends of the scale appear
+    return images, rng.integers(0, 10, size=n, dtype=np.uint8)
+
+
+def write_mnist(folder: Path, split: str, n: int, seed: int, gz: bool = False):
+    folder.mkdir(parents=True, exist_ok=True)
+    images, labels = mnist_arrays(n, seed)
+    image_name, label_name = MNIST_NAMES[split]
+    write(folder / image_name, idx_bytes(images), gz)
+    write(folder / label_name, idx_bytes(labels), gz)
+    return images, labels
+
+
+def cifar_records(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, bytes]:
+    rng = np.random.default_rng(seed)
+    images = rng.integers(0, 256, size=(n, 3, 32, 32), dtype=np.uint8)
+    labels = rng.integers(0, 10, size=n, dtype=np.uint8)
+    # A record: the label byte, then the R, G and B planes, each 32 rows of 32 bytes.
+    records = np.concatenate([labels[:, None], images.reshape(n, -1)], axis=1)
+    return images, labels, records.tobytes()
+
+
+def write_cifar(folder: Path, n_per_batch: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Five training batches and a test batch; returns the training images and labels."""
+    folder.mkdir(parents=True, exist_ok=True)
+    images, labels = [], []
+    for seed, name in enumerate([*CIFAR_TRAIN, "test_batch.bin"]):
+        batch_images, batch_labels, data = cifar_records(n_per_batch, seed)
+        (folder / name).write_bytes(data)
+        if name != "test_batch.bin":
+            images.append(batch_images)
+            labels.append(batch_labels)
+    return np.concatenate(images), np.concatenate(labels)
+
+
+def scaled(images: np.ndarray) -> np.ndarray:
+    return images.astype(np.float32) / np.float32(255.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# MNIST
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzipped"])
+def test_mnist_round_trip(tmp_path, gz):
+    images, labels = write_mnist(tmp_path, "train", n=5, seed=0, gz=gz)
+    X, y = load_mnist(tmp_path)
+    assert X.shape == (5, 1, 28, 28) and X.dtype == np.float32
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(X[:, 0], scaled(images))
+    np.testing.assert_array_equal(y, labels)
+    assert X.min() == 0.0 and X.max() == 1.0
+
+
+def test_mnist_splits(tmp_path):
+    train_images, train_labels = write_mnist(tmp_path, "train", n=4, seed=1, gz=True)
+    test_images, test_labels = write_mnist(tmp_path, "test", n=3, seed=2)
+    X_test, y_test = load_mnist(tmp_path, split="test")
+    np.testing.assert_array_equal(X_test[:, 0], scaled(test_images))
+    np.testing.assert_array_equal(y_test, test_labels)
+    X_all, y_all = load_mnist(str(tmp_path), split="all")  # training images first
+    np.testing.assert_array_equal(X_all[:, 0], scaled(np.concatenate([train_images, test_images])))
+    np.testing.assert_array_equal(y_all, np.concatenate([train_labels, test_labels]))
+    with pytest.raises(ValueError, match="split must be one of"):
+        load_mnist(tmp_path, split="validation")
+
+
+def test_mnist_in_torchvision_layout(tmp_path):
+    images, _ = write_mnist(tmp_path / "MNIST" / "raw", "train", n=2, seed=3, gz=True)
+    X, _ = load_mnist(tmp_path)
+    np.testing.assert_array_equal(X[:, 0], scaled(images))
+
+
+def _corrupt_images(folder: Path, data: bytes) -> None:
+    (folder / "train-images-idx3-ubyte").write_bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("make_bad", "needle"),
+    [
+        (lambda im: b"", "magic number"),
+        (lambda im: b"\x01" + idx_bytes(im)[1:], "magic number"),
+        (lambda im: idx_bytes(im, type_code=0x0D), "type code 0x0d"),
+        (lambda im: idx_bytes(im[:, :, 0]), "2-dimensional IDX array, expected 3"),
+        (lambda im: idx_bytes(im)[:-1], "bytes follow"),
+        (lambda im: idx_bytes(im) + b"\x00", "bytes follow"),
+        (lambda im: idx_bytes(im)[:10], "ends inside its IDX header"),
+        (lambda im: idx_bytes(im[:2]), "holds 2 images but"),
+    ],
+    ids=["empty", "magic", "type", "ndim", "truncated", "trailing", "header", "count"],
+)
+def test_mnist_bad_images_file_is_a_clear_error(tmp_path, make_bad, needle):
+    images, _ = write_mnist(tmp_path, "train", n=3, seed=4)
+    _corrupt_images(tmp_path, make_bad(images))
+    with pytest.raises(ValueError, match="train-images-idx3-ubyte") as info:
+        load_mnist(tmp_path)
+    assert needle in str(info.value)
+
+
+def test_mnist_labels_swapped_with_images_is_a_clear_error(tmp_path):
+    images, _ = write_mnist(tmp_path, "train", n=3, seed=5)
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(idx_bytes(images))
+    with pytest.raises(ValueError, match=r"3-dimensional IDX array, expected 1 for labels"):
+        load_mnist(tmp_path)
+
+
+def test_mnist_bad_gzip_and_missing_files(tmp_path):
+    write_mnist(tmp_path, "train", n=2, seed=6)
+    (tmp_path / "train-images-idx3-ubyte").unlink()
+    (tmp_path / "train-images-idx3-ubyte.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(ValueError, match=r"cannot read .*train-images-idx3-ubyte\.gz"):
+        load_mnist(tmp_path)
+    with pytest.raises(ValueError, match="no MNIST file t10k-images-idx3-ubyte"):
+        load_mnist(tmp_path, split="test")
+    with pytest.raises(ValueError, match="does not exist"):
+        load_mnist(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="is a file; pass the directory"):
+        load_mnist(tmp_path / "train-labels-idx1-ubyte")
+
+
+# ------------------------------------------------------------------------------------------------
+# CIFAR-10
+# ------------------------------------------------------------------------------------------------
+def test_cifar10_round_trip(tmp_path):
+    folder = tmp_path / "cifar-10-batches-bin"
+    images, labels = write_cifar(folder)
+    for path in (folder, tmp_path):  # the batches directory or the one it was extracted into
+        X, y = load_cifar10(path)
+        assert X.shape == (10, 3, 32, 32) and X.dtype == np.float32 and y.dtype == np.int64
+        np.testing.assert_array_equal(X, scaled(images))
+        np.testing.assert_array_equal(y, labels)
+    X_test, y_test = load_cifar10(folder, split="test")
+    test_images, test_labels, _ = cifar_records(2, seed=5)
+    np.testing.assert_array_equal(X_test, scaled(test_images))
+    np.testing.assert_array_equal(y_test, test_labels)
+    assert len(load_cifar10(folder, split="all")[1]) == 12
+
+
+def test_cifar10_planes_are_red_green_blue(tmp_path):
+    """Bug caught: reading a record as 32×32×3 (channels last) would mix the colour planes."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    record = bytes([4]) + bytes([10] * 1024 + [20] * 1024 + [30] * 1024)
+    for name in CIFAR_TRAIN:
+        (folder / name).write_bytes(record)
+    X, y = load_cifar10(folder)
+    assert y.tolist() == [4] * 5
+    np.testing.assert_array_equal(X[0, :, 5, 7], np.array([10, 20, 30], np.float32) / 255)
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b"", "not a whole number of 3073-byte"),
+        (bytes(3073 + 100), "not a whole number of 3073-byte"),
+        (bytes([10]) + bytes(3072), "record 0 has label 10"),
+    ],
+    ids=["empty", "partial-record", "label"],
+)
+def test_cifar10_bad_batch_is_a_clear_error(tmp_path, data, needle):
+    write_cifar(tmp_path)
+    (tmp_path / "data_batch_3.bin").write_bytes(data)
+    with pytest.raises(ValueError, match=r"data_batch_3\.bin") as info:
+        load_cifar10(tmp_path)
+    assert needle in str(info.value)
+
+
+def test_cifar10_missing_batch(tmp_path):
+    write_cifar(tmp_path)
+    (tmp_path / "data_batch_5.bin").unlink()
+    with pytest.raises(ValueError, match=r"no CIFAR-10 batch data_batch_5\.bin"):
+        load_cifar10(tmp_path)
+    assert len(load_cifar10(tmp_path, split="test")[1]) == 2  # the test split does not need it
+
+
+class _Bomb:
+    """Unpickling this object raises: proof that the loader never unpickled anything."""
+
+    def __reduce__(self):
+        return (_explode, ())
+
+
+def _explode():
+    raise AssertionError("a CIFAR-10 file was unpickled")
+
+
+@pytest.mark.parametrize("point_at", ["batches-py", "parent", "renamed"])
+def test_cifar10_python_version_is_refused_without_unpickling(tmp_path, point_at):
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    for name in ["data_batch_1", "data_batch_2", "test_batch", "batches.meta"]:
+        (folder / name).write_bytes(pickle.dumps(_Bomb()))
+    if point_at == "renamed":
+        folder = folder.rename(tmp_path / "my-cifar")
+    path = {"batches-py": folder, "parent": tmp_path, "renamed": folder}[point_at]
+    with pytest.raises(ValueError, match=r"Python version.*never unpickles") as info:
+        load_cifar10(path)
+    assert "cifar-10-batches-bin" in str(info.value)
+
+
+def test_cifar10_archive_and_missing_directory(tmp_path):
+    archive = tmp_path / "cifar-10-binary.tar.gz"
+    archive.write_bytes(b"")
+    with pytest.raises(ValueError, match="is an archive; extract it"):
+        load_cifar10(archive)
+    with pytest.raises(ValueError, match="does not exist"):
+        load_cifar10(tmp_path / "nowhere")
+
+
+# ------------------------------------------------------------------------------------------------
+# KIND:PATH
+# ------------------------------------------------------------------------------------------------
+def test_load_data_reads_every_kind(tmp_path, digits):
+    images, labels = write_mnist(tmp_path / "mnist", "train", n=3, seed=7, gz=True)
+    X, y = load_data(f"mnist:{tmp_path / 'mnist'}")
+    np.testing.assert_array_equal(X[:, 0], scaled(images))
+    np.testing.assert_array_equal(y, labels)
+    cifar_images, _ = write_cifar(tmp_path / "c" / "cifar-10-batches-bin", n_per_batch=1)
+    np.testing.assert_array_equal(load_data(f"cifar10:{tmp_path / 'c'}")[0], scaled(cifar_images))
+    npz = tmp_path / "d.npz"
+    np.savez(npz, X=np.eye(3), y=np.array([0, 1, 1]))
+    np.testing.assert_array_equal(load_data(f"npz:{npz}")[1], [0, 1, 1])
+    X_digits, y_digits = load_data("digits")
+    np.testing.assert_array_equal(X_digits, digits[0])
+    np.testing.assert_array_equal(y_digits, digits[1])
+    assert set(DATA_KINDS) == {"digits", "mnist", "cifar10", "npz"}
+
+
+def test_parse_data_spec():
+    assert parse_data_spec("mnist:/a/b") == ("mnist", "/a/b")
+    assert parse_data_spec("MNIST:/a/b") == ("mnist", "/a/b")
+    assert parse_data_spec("npz:C:/data/x.npz") == ("npz", "C:/data/x.npz")  # first colon only
+    assert parse_data_spec("digits") == parse_data_spec("digits:") == ("digits", None)
+    assert parse_data_spec("cifar10:~/c")[1] == str(Path("~/c").expanduser())
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("svhn:/data", "unknown data kind 'svhn'"),
+        ("/data/mnist", "not of the form KIND:PATH"),
+        ("mnist", "mnist data needs a path: mnist:DIR"),
+        ("npz:  ", "npz data needs a path: npz:FILE"),
+        ("digits:/x", "takes no path"),
+        (("X", "y"), "must be a 'KIND:PATH' string"),
+    ],
+)
+def test_bad_specs_are_clear_errors(spec, needle):
+    with pytest.raises(ValueError) as info:
+        load_data(spec)
+    assert needle in str(info.value)
+
+
+def test_missing_files_name_the_path(tmp_path):
+    for spec in (f"mnist:{tmp_path}", f"npz:{tmp_path / 'x.npz'}", f"cifar10:{tmp_path}"):
+        with pytest.raises(ValueError, match=re.escape(str(tmp_path))):
+            load_data(spec)
