@@ -1,4 +1,4 @@
-"""Default models for DP-SGD audits: multinomial logistic regression, a small MLP and a small CNN.
+"""Built-in models for DP-SGD audits: logistic regression, an MLP and CNNs (MNIST, CIFAR-10).
 
 All are built only from layers that Opacus computes per-sample gradients for (``nn.Linear``,
 ``nn.Conv2d``; parameter-free reshapes, pooling and ``tanh``) and contain no BatchNorm, which
@@ -6,8 +6,11 @@ mixes examples within a batch and so breaks per-example clipping (Opacus, "Modul
 Yousefpour et al. 2021, "Opacus: User-Friendly Differential Privacy Library in PyTorch").
 The CNN follows the small tanh networks used for DP-SGD on image data (Papernot et al. 2021,
 "Tempered Sigmoid Activations for Deep Learning with Differential Privacy"), shrunk to the 8×8
-digits. Any other architecture can be audited by passing a factory
-``f(n_features, n_classes) -> torch.nn.Module``.
+digits. ``"mnist_cnn"`` and ``"cifar10_cnn"`` are that paper's MNIST and CIFAR-10 networks
+(:func:`mnist_cnn`, :func:`cifar10_cnn`), the standard DP-SGD benchmark CNNs for these data sets;
+the audited paper (Kim, Varshney & Alabi 2026) audits CNNs trained on MNIST and CIFAR-10,
+following Nasr et al. 2023 and Annamalai & De Cristofaro 2024. Any other architecture can be
+audited by passing a factory ``f(n_features, n_classes) -> torch.nn.Module``.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-__all__ = ["MODELS", "SmallCNN", "make_model"]
+__all__ = ["MODELS", "PAPER_INPUT_SHAPES", "SmallCNN", "cifar10_cnn", "make_model", "mnist_cnn"]
 
-MODELS = ("lr", "mlp", "cnn")
+MODELS = ("lr", "mlp", "cnn", "mnist_cnn", "cifar10_cnn")
+#: The image shape ``(channels, height, width)`` each of the literature's CNNs is built for.
+PAPER_INPUT_SHAPES = {"mnist_cnn": (1, 28, 28), "cifar10_cnn": (3, 32, 32)}
 #: Hidden width of the "mlp" model (one tanh layer).
 MLP_HIDDEN = 64
 
@@ -112,6 +117,118 @@ def _image_shape(n_features: int, input_shape) -> tuple[int, int, int]:
     return shape
 
 
+def _as_images(shape: tuple[int, int, int]) -> list[nn.Module]:
+    """Parameter-free leading layers that take flat rows and images alike to ``shape``."""
+    return [nn.Flatten(), nn.Unflatten(1, shape)]
+
+
+# Layer lists as Papernot et al. 2021 describe their MNIST and CIFAR-10 networks, checked against
+# two public implementations: Opacus's MNIST example (examples/mnist.py, SampleConvNet, the same
+# layers with ReLU in place of tanh) and Tramèr & Boneh 2021, "Differentially Private Learning
+# Needs Better Features" (github.com/ftramer/Handcrafted-DP, models.py: CIFAR10_CNN, the same
+# layers with tanh; its MNIST_CNN pads the first convolution by 2 instead of Opacus's 3, which
+# also ends in 4×4 maps).
+def mnist_cnn(n_classes: int = 10) -> nn.Sequential:
+    """Papernot et al. (2021)'s MNIST network: two tanh convolutions and two dense layers.
+
+    Conv2d(1, 16, 8, stride 2, padding 3), tanh, MaxPool2d(2, stride 1), Conv2d(16, 32, 4,
+    stride 2), tanh, MaxPool2d(2, stride 1), then Linear(32·4·4, 32), tanh, Linear(32,
+    n_classes): 26 010 parameters for 10 classes. Inputs are 1×28×28 images or flat rows of
+    784 values (a leading parameter-free reshape takes both).
+
+    Parameters
+    ----------
+    n_classes : int, default 10
+        Number of output logits.
+
+    Returns
+    -------
+    torch.nn.Sequential
+
+    Examples
+    --------
+    >>> net = mnist_cnn()
+    >>> net(torch.zeros(2, 1, 28, 28)).shape, sum(p.numel() for p in net.parameters())
+    (torch.Size([2, 10]), 26010)
+    """
+    n_classes = _check_count(n_classes, "n_classes", 2)
+    return nn.Sequential(
+        *_as_images(PAPER_INPUT_SHAPES["mnist_cnn"]),
+        nn.Conv2d(1, 16, kernel_size=8, stride=2, padding=3),  # -> 16×14×14
+        nn.Tanh(),
+        nn.MaxPool2d(kernel_size=2, stride=1),  # -> 16×13×13
+        nn.Conv2d(16, 32, kernel_size=4, stride=2),  # -> 32×5×5
+        nn.Tanh(),
+        nn.MaxPool2d(kernel_size=2, stride=1),  # -> 32×4×4
+        nn.Flatten(),
+        nn.Linear(32 * 4 * 4, 32),
+        nn.Tanh(),
+        nn.Linear(32, n_classes),
+    )
+
+
+def cifar10_cnn(n_classes: int = 10) -> nn.Sequential:
+    """Papernot et al. (2021)'s CIFAR-10 network: three blocks of two tanh convolutions.
+
+    Each block is two Conv2d(3×3, padding 1) + tanh layers of 32, 64 and 128 channels, followed
+    by MaxPool2d(2); then Linear(128·4·4, 128), tanh, Linear(128, n_classes): 550 570
+    parameters for 10 classes. Inputs are 3×32×32 images, channels first, or flat rows of 3072
+    values in that order.
+
+    Parameters
+    ----------
+    n_classes : int, default 10
+        Number of output logits.
+
+    Returns
+    -------
+    torch.nn.Sequential
+
+    Examples
+    --------
+    >>> net = cifar10_cnn()
+    >>> net(torch.zeros(2, 3, 32, 32)).shape, sum(p.numel() for p in net.parameters())
+    (torch.Size([2, 10]), 550570)
+    """
+    n_classes = _check_count(n_classes, "n_classes", 2)
+    layers = _as_images(PAPER_INPUT_SHAPES["cifar10_cnn"])
+    channels = 3
+    for width in (32, 64, 128):  # 32×32 -> 16×16 -> 8×8 -> 4×4
+        for _ in range(2):
+            layers += [nn.Conv2d(channels, width, kernel_size=3, padding=1), nn.Tanh()]
+            channels = width
+        layers.append(nn.MaxPool2d(kernel_size=2))
+    layers += [nn.Flatten(), nn.Linear(128 * 4 * 4, 128), nn.Tanh(), nn.Linear(128, n_classes)]
+    return nn.Sequential(*layers)
+
+
+def _check_paper_shape(name: str, n_features: int, input_shape) -> None:
+    """Fail with what the model needs when the data's examples are not its images."""
+    expected = PAPER_INPUT_SHAPES[name]
+    channels, height, width = expected
+    accepted = {expected, expected[1:]} if channels == 1 else {expected}
+    if input_shape is None:
+        fits = n_features == math.prod(expected)
+        got = f"{n_features} values per example"
+    else:
+        try:
+            shape = tuple(int(s) for s in input_shape)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"input_shape must be a tuple of integers, got {input_shape!r}"
+            ) from None
+        fits = shape in accepted and math.prod(shape) == n_features
+        got = f"examples of shape {shape}"
+    if not fits:
+        hint = ""
+        if input_shape is not None and tuple(input_shape) == (height, width, channels) != expected:
+            hint = "; channels-last images need X.transpose(0, 3, 1, 2)"
+        raise ValueError(
+            f"the {name!r} model needs {channels}×{height}×{width} images (channels first, or "
+            f"flat rows of {math.prod(expected)} values), got {got}{hint}"
+        )
+
+
 def make_model(
     name_or_factory: str | Callable[[int, int], nn.Module],
     n_features: int,
@@ -122,20 +239,22 @@ def make_model(
 
     Parameters
     ----------
-    name_or_factory : {"lr", "mlp", "cnn"} or callable
+    name_or_factory : {"lr", "mlp", "cnn", "mnist_cnn", "cifar10_cnn"} or callable
         ``"lr"``: multinomial logistic regression (``nn.Linear`` on the flattened input);
         ``"mlp"``: one hidden tanh layer of ``MLP_HIDDEN`` units on the flattened input;
-        ``"cnn"``: :class:`SmallCNN`; a callable ``f(n_features, n_classes)`` returning an
-        ``nn.Module`` builds a user model (it must be picklable, e.g. a module-level function,
-        to run audits in parallel).
+        ``"cnn"``: :class:`SmallCNN`; ``"mnist_cnn"`` (1×28×28 images) and ``"cifar10_cnn"``
+        (3×32×32 images): :func:`mnist_cnn` and :func:`cifar10_cnn`; a callable
+        ``f(n_features, n_classes)`` returning an ``nn.Module`` builds a user model (it must be
+        picklable, e.g. a module-level function, to run audits in parallel).
     n_features : int
         Number of input values per example (64 for the digits).
     n_classes : int
         Number of classes (logits).
     input_shape : tuple of int, optional
-        Shape of one example for the CNN, ``(channels, height, width)`` or ``(height, width)``;
-        by default a single-channel square image of ``n_features`` pixels. Ignored by ``"lr"``,
-        ``"mlp"`` and factories.
+        Shape of one example for the CNNs, ``(channels, height, width)`` or ``(height, width)``;
+        by default a single-channel square image of ``n_features`` pixels. ``"mnist_cnn"`` and
+        ``"cifar10_cnn"`` check that it (or ``n_features``) fits their images. Ignored by
+        ``"lr"``, ``"mlp"`` and factories.
 
     Returns
     -------
@@ -159,6 +278,12 @@ def make_model(
     torch.Size([3, 10])
     >>> make_model("cnn", 64, 10)(torch.zeros(2, 1, 8, 8)).shape
     torch.Size([2, 10])
+    >>> make_model("mnist_cnn", 784, 10, input_shape=(1, 28, 28))(torch.zeros(2, 784)).shape
+    torch.Size([2, 10])
+    >>> make_model("mnist_cnn", 64, 10)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the 'mnist_cnn' model needs 1×28×28 images (...), got 64 values per example
     """
     n_features = _check_count(n_features, "n_features", 1)
     n_classes = _check_count(n_classes, "n_classes", 2)
@@ -180,6 +305,9 @@ def make_model(
         )
     if name_or_factory == "cnn":
         return SmallCNN(_image_shape(n_features, input_shape), n_classes)
+    if name_or_factory in PAPER_INPUT_SHAPES:
+        _check_paper_shape(name_or_factory, n_features, input_shape)
+        return mnist_cnn(n_classes) if name_or_factory == "mnist_cnn" else cifar10_cnn(n_classes)
     raise ValueError(
         f"unknown model {name_or_factory!r}; use one of {list(MODELS)} or a callable "
         "factory f(n_features, n_classes) -> torch.nn.Module"
