@@ -165,6 +165,7 @@ def _cmd_audit(args) -> int:
     from joblib import parallel_config
 
     from rdpest.auditing import DPSGDAuditor
+    from rdpest.auditing.dpsgd.data import load_data
     from rdpest.utils.processes import end_with_parent
 
     out = Path(args.out)
@@ -174,9 +175,11 @@ def _cmd_audit(args) -> int:
         else:
             raise ValueError("give only one of --claimed-epsilon and --noise-multiplier")
     _check_out_dir(out)
+    X, y = load_data(args.data)  # before any training: a bad file ends here in one line
     print(
         f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.steps} full-batch steps) "
-        f"on scikit-learn's digits: {args.runs} runs with and {args.runs} without the canary"
+        f"on {_describe_data(args.data, X)}: {args.runs} runs with and {args.runs} without the "
+        "canary"
         + (f", in rounds up to {args.max_runs} each" if args.max_runs else "")
         + f"; finished runs are kept in {out} (re-running resumes).",
         file=sys.stderr,
@@ -191,6 +194,7 @@ def _cmd_audit(args) -> int:
         target_epsilon=args.target_epsilon,
         model=args.model,
         canary=args.canary,
+        data=(X, y),
         beta=args.beta,
         n_jobs=args.n_jobs,
         device=args.device,
@@ -223,6 +227,29 @@ def _cmd_audit(args) -> int:
     if args.fail_on_violation and result.verdict == "violation":
         return EXIT_VIOLATION
     return 0
+
+
+def _describe_data(spec: str, X: np.ndarray) -> str:
+    """The audited data in words: where it comes from, and how many examples of what shape."""
+    if X.ndim > 2:
+        size = f"{len(X)} images of " + "x".join(str(s) for s in X.shape[1:])
+    else:
+        size = f"{len(X)} examples of {X.shape[1]} values"
+    if spec == "digits":
+        return f"scikit-learn's digits ({size})"
+    kind, _, path = spec.partition(":")
+    return f"{kind} from {path} ({size})"
+
+
+def _data_spec(text: str) -> str:
+    """argparse type of ``--data``: a well-formed ``KIND:PATH`` (the files are read later)."""
+    from rdpest.auditing.dpsgd.data import parse_data_spec
+
+    try:
+        kind, path = parse_data_spec(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return kind if path is None else f"{kind}:{path}"
 
 
 def _stop_workers() -> None:
@@ -278,7 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    audit = sub.add_parser("audit", help="audit Opacus DP-SGD on the embedded digits data")
+    audit = sub.add_parser(
+        "audit", help="audit Opacus DP-SGD on the embedded digits or on MNIST / CIFAR-10 files"
+    )
     audit.add_argument("--runs", type=_positive_int, default=500, help="runs per arm (default 500)")
     audit.add_argument(
         "--max-runs",
@@ -302,7 +331,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     claim.add_argument("--noise-multiplier", type=float, default=None, help="DP-SGD's sigma")
     audit.add_argument("--steps", type=_positive_int, default=100, help="DP-SGD steps (full batch)")
-    audit.add_argument("--model", default="lr", choices=["lr", "mlp", "cnn"])
+    audit.add_argument(
+        "--data",
+        type=_data_spec,
+        default="digits",
+        metavar="KIND:PATH",
+        help="data to audit on, from files you already have (nothing is downloaded): "
+        "mnist:DIR (MNIST's IDX files, maybe .gz), cifar10:DIR (CIFAR-10's binary version, "
+        "cifar-10-batches-bin), npz:FILE (arrays X and y, or x_train and y_train) or digits "
+        "(scikit-learn's embedded digits; the default)",
+    )
+    audit.add_argument(
+        "--model",
+        default="lr",
+        choices=["lr", "mlp", "cnn", "mnist_cnn", "cifar10_cnn"],
+        help="lr, mlp, cnn (small, for the 8x8 digits), mnist_cnn (1x28x28 images) or "
+        "cifar10_cnn (3x32x32 images) (default lr)",
+    )
     audit.add_argument("--canary", default="blank", choices=["blank", "clipbkd"])
     audit.add_argument("--out", default="rdpest-audit", help="directory for runs and results")
     audit.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (-1: all cores)")

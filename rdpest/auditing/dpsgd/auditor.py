@@ -59,16 +59,22 @@ class DPSGDAuditor:
     target_epsilon : float, optional
         A sequential audit also stops once it detects ε_α >= ``target_epsilon`` with 80%
         probability (see :class:`rdpest.auditing.Auditor`).
-    model : {"lr", "mlp", "cnn"} or callable, default="lr"
-        Logistic regression, a one-hidden-layer MLP, a small CNN for 8×8 digits, or a factory
+    model : {"lr", "mlp", "cnn", "mnist_cnn", "cifar10_cnn"} or callable, default="lr"
+        Logistic regression, a one-hidden-layer MLP, a small CNN for 8×8 digits, the DP-SGD
+        literature's CNNs for MNIST (1×28×28) and CIFAR-10 (3×32×32) images (see
+        :mod:`rdpest.auditing.dpsgd.models`), or a factory
         ``f(n_features, n_classes) -> torch.nn.Module`` (picklable for ``n_jobs != 1``).
     canary : {"blank", "clipbkd"} or tuple (x, y), default="blank"
     canary_label : int, optional
         Label of the canary (default: the class the initial model finds least likely for the
         canary's input, which maximises the canary's gradient norm; see
         :mod:`rdpest.auditing.dpsgd.canaries`).
-    data : tuple (X, y), optional
-        Data to audit on; default scikit-learn's digits (ships with scikit-learn).
+    data : tuple (X, y) or str, optional
+        Data to audit on: arrays, or files the user already has named by a ``"KIND:PATH"``
+        string read with :func:`~rdpest.auditing.dpsgd.data.load_data` (``"mnist:DIR"``,
+        ``"cifar10:DIR"``, ``"npz:FILE"``, ``"digits"``; nothing is downloaded). Default
+        scikit-learn's digits (ships with scikit-learn). The store's fingerprint digests the
+        arrays, not the path.
     pretrain : bool, default=True
         Worst-case initialisation by non-private pretraining on a disjoint part of the data;
         False uses one shared random θ₀.
@@ -196,8 +202,15 @@ class DPSGDAuditor:
     def _data(self):
         if self.data is None:
             return load_digits_data()
+        if isinstance(self.data, str):
+            from rdpest.auditing.dpsgd.data import load_data
+
+            return load_data(self.data)
         if not isinstance(self.data, tuple | list) or len(self.data) != 2:
-            raise ValueError("data must be a tuple (X, y) of arrays")
+            raise ValueError(
+                "data must be a tuple (X, y) of arrays or a 'KIND:PATH' string (digits, "
+                f"mnist:DIR, cifar10:DIR or npz:FILE), got {type(self.data).__name__}"
+            )
         return load_arrays(*self.data)
 
     def build(self) -> tuple[DPSGDRun, float, dict]:

@@ -304,3 +304,119 @@ def test_missing_files_name_the_path(tmp_path):
     for spec in (f"mnist:{tmp_path}", f"npz:{tmp_path / 'x.npz'}", f"cifar10:{tmp_path}"):
         with pytest.raises(ValueError, match=re.escape(str(tmp_path))):
             load_data(spec)
+
+
+# ------------------------------------------------------------------------------------------------
+# Selecting the data: DPSGDAuditor(data="KIND:PATH") and rdpest audit --data
+# ------------------------------------------------------------------------------------------------
+def write_small_mnist(folder: Path) -> None:
+    """20 training images of 4 classes, 5 each: enough for a stratified pretraining split."""
+    rng = np.random.default_rng(8)
+    folder.mkdir(parents=True, exist_ok=True)
+    images = rng.integers(0, 256, size=(20, 28, 28), dtype=np.uint8)
+    labels = np.tile(np.arange(4, dtype=np.uint8), 5)
+    write(folder / "train-images-idx3-ubyte", idx_bytes(images), gz=True)
+    write(folder / "train-labels-idx1-ubyte", idx_bytes(labels), gz=True)
+
+
+def test_auditor_reads_a_spec_and_trains_the_mnist_cnn_on_it(tmp_path):
+    """Bug caught: a string data argument treated as arrays, or images flattened on the way to
+    the CNN. One run of one step keeps it fast; the fingerprint digests the arrays read."""
+    from rdpest.auditing import DPSGDAuditor
+    from rdpest.utils.io import array_digest
+
+    write_small_mnist(tmp_path)
+    audit = DPSGDAuditor(
+        noise_multiplier=1.0,
+        steps=1,
+        n_runs=12,
+        model="mnist_cnn",
+        data=f"mnist:{tmp_path}",
+        pretrain=False,
+        n_jobs=1,
+        device="cpu",
+        progress=False,
+    )
+    X, y = audit._data()
+    X_file, y_file = load_mnist(tmp_path)
+    np.testing.assert_array_equal(X, X_file)
+    np.testing.assert_array_equal(y, y_file)
+    score_fn, _, fingerprint = audit.build()
+    assert fingerprint["data_sha256"] == array_digest(X_file, y_file)
+    assert fingerprint["model"] == "mnist_cnn"
+    assert np.isfinite(score_fn(True, 0)) and np.isfinite(score_fn(False, 0))
+
+
+def test_auditor_rejects_other_data_objects():
+    from rdpest.auditing import DPSGDAuditor
+
+    with pytest.raises(ValueError, match=r"tuple \(X, y\) of arrays or a 'KIND:PATH' string"):
+        DPSGDAuditor(data=42)._data()
+    with pytest.raises(ValueError, match="unknown data kind 'svhn'"):
+        DPSGDAuditor(data="svhn:/x")._data()
+
+
+def _audit_argv(out: Path, *extra: str) -> list[str]:
+    return ["audit", "--runs", "12", "--steps", "1", "--n-jobs", "1", "--out", str(out), *extra]
+
+
+def test_cli_passes_the_files_and_the_model_to_the_auditor(tmp_path, monkeypatch, capsys):
+    """The audit itself is replaced by a fixed result: what matters is what reaches it."""
+    from rdpest.auditing import AuditResult
+    from rdpest.auditing.dpsgd.auditor import DPSGDAuditor
+    from rdpest.cli import main
+
+    write_small_mnist(tmp_path / "mnist")
+    seen = {}
+
+    def fake_run(self):
+        seen["data"], seen["model"] = self.data, self.model
+        estimates = {"dv": {"divergence": 0.1, "lower_bound": 0.0, "certified": True, "beta": 0.05}}
+        return AuditResult(np.zeros(4), np.ones(4), 1.0, 2.0, 0.05, estimates, "not_refuted", {})
+
+    monkeypatch.setattr(DPSGDAuditor, "run", fake_run)
+    argv = _audit_argv(tmp_path / "out", "--data", f"mnist:{tmp_path / 'mnist'}")
+    assert main([*argv, "--model", "mnist_cnn"]) == 0
+    X, y = seen["data"]
+    np.testing.assert_array_equal(X, load_mnist(tmp_path / "mnist")[0])
+    np.testing.assert_array_equal(y, load_mnist(tmp_path / "mnist")[1])
+    assert seen["model"] == "mnist_cnn"
+    assert f"on mnist from {tmp_path / 'mnist'} (20 images of 1x28x28)" in capsys.readouterr().err
+
+
+def test_cli_bad_data_spec_is_a_usage_error(tmp_path, capsys):
+    from rdpest.cli import main
+
+    for spec, needle in [("svhn:/x", "unknown data kind 'svhn'"), ("mnist", "needs a path")]:
+        with pytest.raises(SystemExit) as info:
+            main(_audit_argv(tmp_path, "--data", spec))
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert "usage:" in err and "argument --data" in err and needle in err
+
+
+@pytest.mark.parametrize(
+    ("make", "extra", "needle"),
+    [
+        (lambda p: None, [], "does not exist"),
+        (lambda p: p.mkdir(), [], "no MNIST file train-images-idx3-ubyte"),
+        (write_small_mnist, ["--model", "cifar10_cnn"], "needs 3×32×32 images"),
+    ],
+    ids=["missing", "empty-directory", "wrong-model"],
+)
+def test_cli_bad_data_files_end_in_one_line_before_training(
+    tmp_path, monkeypatch, capsys, make, extra, needle
+):
+    from rdpest.auditing.dpsgd import auditor as dpsgd_auditor
+    from rdpest.cli import main
+
+    def fail(*args, **kwargs):
+        raise AssertionError("training started before the data were checked")
+
+    monkeypatch.setattr(dpsgd_auditor, "pretrain", fail)
+    folder = tmp_path / "mnist"
+    make(folder)
+    assert main(_audit_argv(tmp_path / "out", "--data", f"mnist:{folder}", *extra)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("rdpest audit: error: ") and needle in err[-1], err
+    assert "Traceback" not in "\n".join(err)
