@@ -69,6 +69,12 @@ def assert_binomial_rate(successes: int, trials: int, rate: float) -> None:
     )
 
 
+def assert_pvalue_above(pvalue: float, what: str) -> None:
+    """Fail when a test of a null hypothesis that should hold rejects it at COVERAGE_PVALUE."""
+    _counted()
+    assert pvalue > COVERAGE_PVALUE, f"{what}: rejected (p-value {pvalue:.2g})"
+
+
 def flat_parameters(module):
     """Every parameter of a torch module, detached, on the CPU, in one flat tensor."""
     import torch

@@ -383,9 +383,9 @@ class Auditor:
         With ``runs_per_call`` B > 1, group j of an arm is always the runs j·B, ..., j·B + B - 1,
         whatever ``n_jobs`` is and whatever finished before, and a group with a missing run is
         trained whole: every score is then what an uninterrupted audit with the same group size
-        gives, bit for bit (scores already stored are kept). A different group size (another
-        ``stack_runs``, or a GPU instead of the CPU for ``DPSGDRun``) may change scores by float
-        rounding only.
+        gives, bit for bit (scores already stored are kept). A group may share randomness among
+        its runs (``DPSGDRun`` draws a stack's noise together), so a score function whose scores
+        depend on the group size says so in its store identity (``DPSGDRun.describe`` does).
         """
         group = runs_per_call(self.score_fn)
         tasks = []

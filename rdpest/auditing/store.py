@@ -47,6 +47,23 @@ __all__ = ["RunStore"]
 logger = logging.getLogger(__name__)
 
 
+def _short(value, width: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _differences(stored: dict, wanted: dict, prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two configurations (nested dicts opened)."""
+    changed = []
+    for key in sorted(set(stored) | set(wanted), key=str):
+        a, b = stored.get(key), wanted.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            changed += _differences(a, b, f"{prefix}{key}.")
+        elif a != b:
+            changed.append(f"{prefix}{key} (stored {_short(a)}, now {_short(b)})")
+    return changed
+
+
 class RunStore:
     """Persist finished runs of an audit under ``directory`` (see the module docstring).
 
@@ -166,14 +183,8 @@ class RunStore:
                 "use another store directory"
             ) from None
         if stored != self.config:
-            if isinstance(stored, dict):
-                changed = sorted(
-                    key
-                    for key in set(stored) | set(self.config)
-                    if stored.get(key) != self.config.get(key)
-                )
-            else:
-                changed = ["(not a JSON object)"]
+            changed = _differences(stored, self.config) if isinstance(stored, dict) else []
+            changed = changed or ["(not a JSON object)"]
             raise ValueError(
                 f"the store {self.directory} was written by a different audit configuration "
                 f"(differs in: {', '.join(changed)}); use another store directory or the "

@@ -10,7 +10,9 @@ Everything about running, resuming and estimating is the generic :class:`Auditor
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -102,11 +104,14 @@ class DPSGDAuditor:
         keeps σ. Never set it outside tests and demonstrations.
     stack_runs : int or "auto", default="auto"
         Runs trained together as one stacked network (see
-        :class:`~rdpest.auditing.dpsgd.run.DPSGDRun`): ``"auto"`` stacks up to 16 full-batch runs
-        of the ``"lr"`` and ``"mlp"`` models (64 on a GPU) and trains other models one at a time;
-        1 never stacks. Each run
-        equals the unstacked run with its seed up to float rounding, so this is not part of the
-        store's configuration.
+        :class:`~rdpest.auditing.dpsgd.run.DPSGDRun`): ``"auto"`` stacks full-batch runs of
+        stackable models, the largest power of two of runs that fits the memory budget
+        (:func:`rdpest.auditing.dpsgd.stacking.auto_stack_size`) and at most ``n_runs / 4``, so
+        the first round of each arm splits into at least four groups (parallel work, visible
+        progress, little lost to an interruption); 1 never stacks. A stack draws its runs' noise
+        together, so the stack size is part of the store's configuration: resuming a store
+        with ``"auto"`` keeps the stack size it was started with, and another explicit number is
+        refused.
 
     Examples
     --------
@@ -243,14 +248,17 @@ class DPSGDAuditor:
         with torch.random.fork_rng(devices=[]):
             torch.default_generator.manual_seed(int(self.random_state))
             initial = make_model(self.model, n_features, n_classes, input_shape)
-        resolve_stack_runs(  # an impossible stack_runs fails before pretraining
-            self.stack_runs,
-            initial,
-            n_rows=len(y_audit) + 1,
-            input_ndim=X.ndim,
-            sample_rate=config.sample_rate,
-            device=device,
-        )
+        stack_runs = self._stored_stack_size()
+        if stack_runs is None:
+            stack_runs = resolve_stack_runs(  # an impossible stack_runs fails before pretraining
+                self.stack_runs,
+                initial,
+                n_rows=len(y_audit) + 1,
+                example_shape=X.shape[1:],
+                sample_rate=config.sample_rate,
+                device=device,
+                max_stack=max(1, int(self.n_runs) // 4),
+            )
         if self.pretrain:
             state = pretrain(
                 initial,
@@ -273,7 +281,7 @@ class DPSGDAuditor:
             device=str(device),
             input_shape=input_shape,
             n_classes=n_classes,
-            stack_runs=self.stack_runs,
+            stack_runs=stack_runs,
         )
         fingerprint = {
             "mechanism": "opacus-dp-sgd",
@@ -290,8 +298,29 @@ class DPSGDAuditor:
             "learning_rate": config.learning_rate,
             "sample_rate": config.sample_rate,
             "noise_scale_bug": config.noise_scale_bug,
+            # A stack draws its runs' noise together, so a run's score depends on the stack it
+            # was trained in: a store keeps one layout.
+            "stack_size": score_fn.runs_per_call,
         }
         return score_fn, claimed, fingerprint
+
+    def _stored_stack_size(self) -> int | None:
+        """With ``stack_runs="auto"``, the stack size of the store this audit resumes, if any.
+
+        "auto" depends on the free memory, which changes between sessions; a resumed audit keeps
+        its store's layout instead of being refused for a new one. Anything unreadable is left
+        to the store's own checks (None here).
+        """
+        if self.stack_runs != "auto" or self.store is None:
+            return None
+        try:
+            stored = json.loads((Path(self.store) / "config.json").read_text())
+            size = stored["pipeline"]["stack_size"]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            return None
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            return None
+        return size
 
     def _audit_settings(self, claimed: float) -> dict:
         """The generic audit's settings (what :func:`check_audit_settings` validates)."""

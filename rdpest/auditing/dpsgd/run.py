@@ -42,33 +42,36 @@ def resolve_stack_runs(
     template: nn.Module,
     *,
     n_rows: int,
-    input_ndim: int,
+    example_shape: tuple[int, ...],
     sample_rate: float,
     grad_sample_mode: str = "auto",
     device: str | torch.device = "cpu",
+    max_stack: int | None = None,
 ) -> int:
     """How many runs to train together for ``stack_runs`` (see :class:`DPSGDRun`).
 
-    ``"auto"``: :func:`rdpest.auditing.dpsgd.stacking.auto_stack_size` on ``device`` for full-batch
-    training with ghost clipping allowed, else 1. An integer above 1 that cannot be honoured raises
-    ``ValueError`` saying why.
+    ``"auto"``: :func:`rdpest.auditing.dpsgd.stacking.auto_stack_size` on ``device`` (the largest
+    power of two of copies, at most ``max_stack``, whose training on ``n_rows`` examples of shape
+    ``example_shape`` fits the memory budget) for full-batch training with ghost clipping
+    allowed, else 1. An integer above 1 that cannot be honoured raises ``ValueError`` saying why.
 
     Examples
     --------
     >>> from rdpest.auditing.dpsgd.models import make_model
     >>> from rdpest.auditing.dpsgd.stacking import opacus_supports_stacking
-    >>> size = resolve_stack_runs("auto", make_model("lr", 64, 10), n_rows=900, input_ndim=2,
-    ...                           sample_rate=1.0)
-    >>> size == (16 if opacus_supports_stacking() else 1)  # 1 on an unchecked Opacus release
+    >>> size = resolve_stack_runs("auto", make_model("lr", 64, 10), n_rows=900,
+    ...                           example_shape=(64,), sample_rate=1.0, max_stack=100)
+    >>> size == (64 if opacus_supports_stacking() else 1)  # 1 on an unchecked Opacus release
     True
-    >>> resolve_stack_runs("auto", make_model("lr", 64, 10), n_rows=900, input_ndim=2,
+    >>> resolve_stack_runs("auto", make_model("lr", 64, 10), n_rows=900, example_shape=(64,),
     ...                    sample_rate=0.5)
     1
     """
+    example_shape = tuple(int(s) for s in example_shape)
     if stack_runs == "auto":
         if sample_rate < 1.0 or grad_sample_mode not in ("auto", "ghost"):
             return 1
-        return auto_stack_size(template, n_rows, input_ndim, device)
+        return auto_stack_size(template, n_rows, example_shape, device, max_stack=max_stack)
     if isinstance(stack_runs, str):
         raise ValueError(f'stack_runs must be "auto" or an integer >= 1, got {stack_runs!r}')
     stack = check_int(stack_runs, "stack_runs", 1)
@@ -78,7 +81,7 @@ def resolve_stack_runs(
             reasons.append("it needs full-batch training (sample_rate=1)")
         if grad_sample_mode not in ("auto", "ghost"):
             reasons.append('it trains with ghost clipping (grad_sample_mode "auto" or "ghost")')
-        if not stackable(template, input_ndim):
+        if not stackable(template, len(example_shape) + 1):
             reasons.append(
                 "it needs an nn.Sequential of nn.Linear layers and elementwise activations"
             )
@@ -120,12 +123,13 @@ class DPSGDRun:
         Number of classes; default ``max(max(y), canary label) + 1``.
     stack_runs : int >= 1 or "auto", default "auto"
         How many runs :meth:`score_many` trains together as one stacked network
-        (:func:`train_dp_sgd_many`; each run still equals the single run with its seed, up to float
-        rounding). ``"auto"``: up to :data:`rdpest.auditing.dpsgd.stacking.MAX_STACK` (16; on a GPU
-        :data:`rdpest.auditing.dpsgd.stacking.MAX_STACK_CUDA`, 64) for full-batch training of an
-        ``nn.Sequential`` of linear layers and elementwise activations (the ``"lr"`` and ``"mlp"``
-        models) with ``grad_sample_mode`` ``"auto"`` or ``"ghost"``, else 1. A number above 1 for a
-        model or setting that cannot be stacked is an error. The resolved number is
+        (:func:`train_dp_sgd_many`: each run is still one DP-SGD run, but the stack shares one
+        noise generator, so a score depends on the stack its run trained in). ``"auto"``: the
+        largest power of two of runs whose training fits the memory budget
+        (:func:`rdpest.auditing.dpsgd.stacking.auto_stack_size`) for full-batch training of a
+        :func:`~rdpest.auditing.dpsgd.stacking.stackable` model with ``grad_sample_mode``
+        ``"auto"`` or ``"ghost"``, else 1. A number above 1 for a model or setting that cannot be
+        stacked is an error. The resolved number is
         :attr:`runs_per_call`.
 
     Examples
@@ -201,7 +205,7 @@ class DPSGDRun:
             stack_runs,
             template,
             n_rows=len(self.y) + 1,
-            input_ndim=self.X.ndim,
+            example_shape=self.X.shape[1:],
             sample_rate=self.config.sample_rate,
             grad_sample_mode=self.config.grad_sample_mode,
             device=resolve_device(device),
@@ -212,8 +216,9 @@ class DPSGDRun:
         """What determines this score function's scores, for a run store's fingerprint.
 
         Digests of the data, the canary and θ₀, the model's name (or its factory's qualified
-        name), the number of classes and the DP-SGD settings. Not the device or the stack size:
-        they change scores by float rounding only.
+        name), the number of classes, the DP-SGD settings and the stack size (a stack draws its
+        runs' noise together, so another stack size gives other scores). Not the device: it
+        changes scores by float rounding only.
         """
         model = self.model if isinstance(self.model, str) else qualified_name(self.model)
         state = sorted(self.initial_state.items())
@@ -227,6 +232,7 @@ class DPSGDRun:
             "input_shape": None if self.input_shape is None else list(self.input_shape),
             "n_classes": self.n_classes,
             "config": dataclasses.asdict(self.config),
+            "stack_size": self.runs_per_call,
         }
 
     def _build_model(self, initial_state: Mapping | None) -> nn.Module:
@@ -271,10 +277,13 @@ class DPSGDRun:
             return canary_loss(trained, self.canary_x, self.canary_y)
 
     def score_many(self, include_canary: bool, seeds: Sequence[int]) -> list[float]:
-        """The canary's loss after one run per seed: ``[self(include_canary, s) for s in seeds]``.
+        """The canary's loss after one run per seed.
 
-        Trains ``runs_per_call`` runs at a time as one stacked network when that is above 1
-        (:func:`train_dp_sgd_many`); each score equals the single run's up to float rounding.
+        With ``runs_per_call`` 1 this is ``[self(include_canary, s) for s in seeds]``. Above 1,
+        consecutive chunks of ``runs_per_call`` seeds train as one stacked network
+        (:func:`train_dp_sgd_many`): each score is one DP-SGD run's, with noise drawn for the
+        whole chunk from a generator seeded by all its seeds, so the same seeds in the same
+        chunks give the same scores.
         """
         if not isinstance(include_canary, bool | np.bool_):
             raise ValueError(f"include_canary must be a bool, got {include_canary!r}")

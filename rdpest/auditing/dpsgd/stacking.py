@@ -19,49 +19,57 @@ Why each copy is exactly one DP-SGD run (Abadi et al. 2016) through Opacus's ``P
    example i's gradient in model k.
 2. Summing. Ghost clipping's second backward pass forms Σ_r c_r ∇loss_r; slice k of it is model
    k's sum of clipped per-example gradients.
-3. Noise. Opacus's optimizer would draw one noise stream for each stacked parameter; here
-   (:class:`PerRunNoiseOptimizer`) slice k draws from run k's own generator, parameter by
-   parameter in the order a single run draws, so copy k gets exactly the noise that a single run
-   with the same seed gets.
+3. Noise. Opacus's optimizer adds N(0, σ²C²) noise to each parameter's summed gradient, one
+   draw of the parameter's shape per step from the optimizer's generator. For a stacked
+   parameter that one draw has the shape (K, ...), so every copy's slice is i.i.d.
+   N(0, σ²C²), independent of the other slices and of the other steps: exactly the noise of a
+   single run, at the cost of one draw per stack instead of K. The generator is seeded from all
+   the stack's run seeds (:func:`stack_noise_seed`), so a copy's noise depends on the stack it
+   trained in: the stacked runs of one seed list are reproducible, but run k is no longer the
+   single run with seed ``seeds[k]`` (it is one with fresh noise). At σ = 0 it is that run.
 4. The SGD step is elementwise.
 
-Two Opacus classes are specialised for this, each by one method, on the instances that
-``make_private`` returns (nothing global changes): the optimizer's noise (3) and, for speed only,
-the module's sum of per-row norms (:class:`StackedGradSampleModule`).
+One Opacus class is specialised, by one method, on the instance that ``make_private``
+returns (nothing global changes), and for speed only: the module's sum of per-row norms
+(:class:`StackedGradSampleModule`). The noise and the step are Opacus's own.
 
 So each copy follows the trajectory of :func:`rdpest.auditing.dpsgd.training.train_dp_sgd` with
-its seed, up to float rounding (tested with binding clipping and noise).
+its own noise, up to float rounding (tested at σ = 0 with binding clipping, and for the noise's
+distribution and independence at σ > 0).
 """
 
 from __future__ import annotations
 
 import copy
+import math
+import os
+from collections.abc import Sequence
 
+import numpy as np
 import torch
 from opacus.grad_sample.grad_sample_module_fast_gradient_clipping import (
     GradSampleModuleFastGradientClipping,
 )
 from opacus.grad_sample.utils import register_norm_sampler
-from opacus.optimizers import DPOptimizerFastGradientClipping
-from opacus.optimizers.optimizer import (
-    _check_processed_flag,
-    _generate_noise,
-    _mark_as_processed,
-)
 from torch import nn
 
 __all__ = [
+    "BYTES_PER_ACTIVATION",
     "ELEMENTWISE_ACTIVATIONS",
-    "MAX_STACK",
-    "MAX_STACK_CUDA",
+    "STACK_CUDA_FRACTION",
+    "STACK_RAM_CAP",
+    "STACK_RAM_FRACTION",
     "TESTED_OPACUS",
-    "PerRunNoiseOptimizer",
+    "activation_floats",
+    "available_memory",
     "StackedGradSampleModule",
     "StackedLinear",
     "auto_stack_size",
     "opacus_supports_stacking",
     "opacus_version_message",
+    "stack_memory_budget",
     "stack_model",
+    "stack_noise_seed",
     "stackable",
     "unstack_model",
 ]
@@ -86,17 +94,19 @@ ELEMENTWISE_ACTIVATIONS = (
     nn.Hardswish,
 )
 
-# Largest stack that "auto" uses on the CPU: past about 16 copies of logistic regression on the
-# digits the arithmetic dominates and larger stacks stop paying
-# (benchmarks/results/auditing/throughput.md).
-MAX_STACK = 16
-# On a GPU a step of a small model is mostly launch latency, so larger stacks keep paying
-# (benchmarks/results/auditing/throughput_cuda.md); 64 takes most of the gain while keeping
-# groups, the unit of work that an interrupted audit redoes, small.
-MAX_STACK_CUDA = 64
-# "auto" also keeps the stacked activations under this many floats (256 MB in float32), so a
-# large data set (e.g. MNIST at full batch) trains one run at a time.
-_AUTO_STACK_FLOATS = 2**26
+# What "auto" stacks (auto_stack_size): the largest power of two of copies whose training fits a
+# memory budget. A stacked step keeps, per example and copy, the input and every layer's output,
+# Opacus's output gradients for ghost clipping and autograd's saved tensors; the peaks measured on
+# the digits ("lr": 3.0, "mlp": 1.9 floats kept per activation float, at 900 rows and 64 to 512
+# copies) stay under this factor, in float32 bytes:
+BYTES_PER_ACTIVATION = 4 * 4
+# The budget of one stack on the CPU: this fraction of the available RAM per CPU core (each core
+# may train a stack at the same time), and at most STACK_RAM_CAP, which keeps a default audit's
+# peak well within 4 GB on a machine with few cores.
+STACK_RAM_FRACTION = 0.25
+STACK_RAM_CAP = 1 << 30
+# On a GPU, one process trains at a time: this fraction of the device's free memory.
+STACK_CUDA_FRACTION = 0.5
 
 
 class StackedLinear(nn.Module):
@@ -175,41 +185,28 @@ def _stacked_linear_norm_sample(
     return norms
 
 
-class PerRunNoiseOptimizer(DPOptimizerFastGradientClipping):
-    """Opacus's ghost-clipping DP optimizer, with the noise of each stacked copy from its own run.
+# Mixed into a stack's noise seed so that no stack's stream is a single run's stream (those are
+# derived from SeedSequence(seed) alone, rdpest.utils.torch_helpers.stream_seeds).
+_STACK_NOISE_TAG = 0x53544B4E  # "STKN"
 
-    The only change is :meth:`add_noise`: slice k of every (stacked) parameter draws its noise
-    N(0, σ²C²) from ``run_generators[k]`` through Opacus's own ``_generate_noise``, parameter by
-    parameter, which is the order and shape in which a single run with that generator draws. An
-    instance is made by re-classing the optimizer that ``PrivacyEngine.make_private`` returns
-    (:func:`rdpest.auditing.dpsgd.training` does this), after setting ``run_generators``.
+
+def stack_noise_seed(seeds: Sequence[int]) -> int:
+    """The 63-bit seed of the noise generator of a stack of runs with these seeds, in this order.
+
+    Derived by ``numpy.random.SeedSequence`` from a fixed tag, the stack size and every run
+    seed, so two different stacks (other seeds, another order or another size) get independent
+    streams.
+
+    Examples
+    --------
+    >>> stack_noise_seed([1, 2, 3]) == stack_noise_seed([1, 2, 3])
+    True
+    >>> len({stack_noise_seed([1, 2]), stack_noise_seed([2, 1]), stack_noise_seed([1, 2, 3])})
+    3
     """
-
-    run_generators: list[torch.Generator]
-
-    def add_noise(self) -> None:
-        multiplier = getattr(self, "_adjusted_noise_multiplier", self.noise_multiplier)
-        std = multiplier * self.max_grad_norm
-        for p in self.params:
-            _check_processed_flag(p.summed_grad)
-            if p.summed_grad.shape[0] != len(self.run_generators):
-                raise RuntimeError(
-                    f"a stacked parameter has {p.summed_grad.shape[0]} copies but "
-                    f"{len(self.run_generators)} run generators were given"
-                )
-            noise = torch.stack(
-                [
-                    _generate_noise(
-                        std=std,
-                        reference=p.summed_grad[k],
-                        generator=generator,
-                        secure_mode=self.secure_mode,
-                    )
-                    for k, generator in enumerate(self.run_generators)
-                ]
-            )
-            p.grad = (p.summed_grad + noise).view_as(p)
-            _mark_as_processed(p.summed_grad)
+    entropy = [_STACK_NOISE_TAG, len(seeds), *(int(s) for s in seeds)]
+    state = np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)
+    return int(state[0] >> np.uint64(1))
 
 
 class StackedGradSampleModule(GradSampleModuleFastGradientClipping):
@@ -288,20 +285,84 @@ def opacus_version_message() -> str:
     )
 
 
+def available_memory(device: str | torch.device = "cpu") -> int:
+    """Bytes free for new allocations: the device's free memory on CUDA, else the available RAM
+    (``MemAvailable`` of /proc/meminfo, else the free physical pages; 2 GiB if neither is known).
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free)
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return 2 << 30
+
+
+def stack_memory_budget(device: str | torch.device = "cpu") -> int:
+    """Bytes one stack may use: see :data:`STACK_RAM_FRACTION` and :data:`STACK_CUDA_FRACTION`."""
+    free = available_memory(device)
+    if torch.device(device).type == "cuda":
+        return int(STACK_CUDA_FRACTION * free)
+    return int(min(STACK_RAM_FRACTION * free / max(1, os.cpu_count() or 1), STACK_RAM_CAP))
+
+
+def activation_floats(net: nn.Module, example_shape: Sequence[int]) -> int:
+    """Floats one example's forward pass through ``net`` produces: its input and every leaf
+    module's output (measured with forward hooks on a zero example, gradients off)."""
+    counts = [math.prod(example_shape)]
+
+    def count(module, inputs, output):
+        if isinstance(output, torch.Tensor):
+            counts.append(output.numel())
+
+    leaves = [m for m in net.modules() if not list(m.children())]
+    handles = [m.register_forward_hook(count) for m in leaves]
+    try:
+        reference = next(net.parameters())
+        with torch.no_grad():
+            net(torch.zeros((1, *example_shape), dtype=reference.dtype, device=reference.device))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return int(sum(counts))
+
+
 def auto_stack_size(
-    net: nn.Module, n_rows: int, input_ndim: int = 2, device: str | torch.device = "cpu"
+    net: nn.Module,
+    n_rows: int,
+    example_shape: Sequence[int],
+    device: str | torch.device = "cpu",
+    *,
+    max_stack: int | None = None,
+    budget: int | None = None,
 ) -> int:
     """Copies that ``stack_runs="auto"`` trains together; 1 if ``net`` is not :func:`stackable`.
 
-    :data:`MAX_STACK` on the CPU and :data:`MAX_STACK_CUDA` on a GPU, fewer when the stacked
-    inputs and layer outputs of ``n_rows`` examples would exceed about 256 MB of float32.
+    The largest power of two K (at most ``max_stack``) whose stacked training on ``n_rows``
+    examples of shape ``example_shape`` keeps K · n_rows · :func:`activation_floats` ·
+    :data:`BYTES_PER_ACTIVATION` bytes within ``budget`` (default
+    :func:`stack_memory_budget` of ``device``): any data size gets the largest stack that fits,
+    down to one run at a time. A power of two, so that small changes of the free memory rarely
+    change the stack size.
     """
-    if not stackable(net, input_ndim) or not opacus_supports_stacking():
+    example_shape = tuple(int(s) for s in example_shape)
+    if not stackable(net, len(example_shape) + 1) or not opacus_supports_stacking():
         return 1
-    largest = MAX_STACK_CUDA if torch.device(device).type == "cuda" else MAX_STACK
-    linears = [m for m in net if type(m) is nn.Linear]
-    per_copy = n_rows * (linears[0].in_features + sum(m.out_features for m in linears))
-    return int(max(1, min(largest, _AUTO_STACK_FLOATS // max(1, per_copy))))
+    if budget is None:
+        budget = stack_memory_budget(device)
+    per_copy = max(1, int(n_rows)) * activation_floats(net, example_shape) * BYTES_PER_ACTIVATION
+    fits = max(1, int(budget) // per_copy)
+    if max_stack is not None:
+        fits = min(fits, max(1, int(max_stack)))
+    return 1 << (fits.bit_length() - 1)
 
 
 def stack_model(net: nn.Module, copies: int) -> nn.Sequential:

@@ -12,7 +12,7 @@ compares the canary's loss across runs (Kim, Varshney & Alabi 2026, Sec. 4). Thi
   Library in PyTorch"), set up by :mod:`rdpest.auditing.dpsgd.engine`. Full batch by default
   (sampling rate 1), Poisson sampling otherwise.
 - :func:`train_dp_sgd_many`: several full-batch runs of a small model at once, stacked
-  (:mod:`rdpest.auditing.dpsgd.stacking`), each equal to its single run.
+  (:mod:`rdpest.auditing.dpsgd.stacking`), each one DP-SGD run with its own noise.
 
 The settings of a run are one :class:`~rdpest.auditing.dpsgd.config.DPSGDConfig` (its docstring
 states the learning-rate convention). The public functions here take them as keywords, build the
@@ -44,11 +44,11 @@ from rdpest.auditing.dpsgd.engine import (
     quiet_opacus,
 )
 from rdpest.auditing.dpsgd.stacking import (
-    PerRunNoiseOptimizer,
     StackedGradSampleModule,
     opacus_supports_stacking,
     opacus_version_message,
     stack_model,
+    stack_noise_seed,
     stackable,
     unstack_model,
 )
@@ -223,8 +223,8 @@ def _train_stacked_tensors(
 ) -> list[nn.Module]:
     """Full-batch DP-SGD runs of ``template``, one per seed, trained as one stacked network.
 
-    See :mod:`rdpest.auditing.dpsgd.stacking`: copy k is the run with ``seeds[k]`` (its noise comes
-    from the same generator, in the same order, as in :func:`_train_dp_sgd_tensors`).
+    See :mod:`rdpest.auditing.dpsgd.stacking`: every copy is one DP-SGD run; the stack's noise
+    comes from one generator seeded by :func:`stack_noise_seed` of all ``seeds``.
     """
     from opacus.grad_sample import GradSampleModuleFastGradientClipping
     from opacus.optimizers import DPOptimizerFastGradientClipping
@@ -233,22 +233,15 @@ def _train_stacked_tensors(
     net = stack_model(template, copies)
     X_rows = X.repeat(copies, *([1] * (X.ndim - 1)))
     y_rows = y.repeat(copies)
-    generators = []
-    for seed in seeds:
-        generator = torch.Generator(device=device)
-        generator.manual_seed(stream_seeds(seed, 2)[0])  # a single run's noise stream
-        generators.append(generator)
+    generator = torch.Generator(device=device)
+    generator.manual_seed(stack_noise_seed(seeds))
     dataset = BatchedTensors(X_rows, y_rows)
     loader = torch.utils.data.DataLoader(
         dataset, batch_size=len(dataset), collate_fn=identity_collate
     )
     with quiet_opacus():
         module, dp_optimizer, criterion, loader = make_private(
-            net,
-            loader,
-            config,
-            noise_generator=None,  # unused: every copy draws from its own run's generator
-            mode="ghost",
+            net, loader, config, noise_generator=generator, mode="ghost"
         )
         if (
             type(dp_optimizer) is not DPOptimizerFastGradientClipping
@@ -259,8 +252,6 @@ def _train_stacked_tensors(
                 f"{type(dp_optimizer).__name__} and {type(module).__name__}"
             )
         module.__class__ = StackedGradSampleModule
-        dp_optimizer.__class__ = PerRunNoiseOptimizer
-        dp_optimizer.run_generators = generators
         module.train()
         _run_steps(module, dp_optimizer, criterion, loader, X_rows, y_rows, config.steps, True)
     dp_optimizer.zero_grad(set_to_none=True)
@@ -408,11 +399,15 @@ def train_dp_sgd_many(
 ) -> list[nn.Module]:
     """Several full-batch DP-SGD runs of one small model at once, one per seed.
 
-    Run k equals ``train_dp_sgd(model, X, y, seed=seeds[k], sample_rate=1, ...)`` up to float
-    rounding, but the runs are trained together as one stacked network through one Opacus
-    ``PrivacyEngine`` with ghost clipping (:mod:`rdpest.auditing.dpsgd.stacking` says why each
-    copy is exactly one DP-SGD run), which shares Opacus's per-step overhead among the copies
-    (models per second: ``python benchmarks/bench_auditing.py --throughput``).
+    The runs are trained together as one stacked network through one Opacus ``PrivacyEngine``
+    with ghost clipping (:mod:`rdpest.auditing.dpsgd.stacking` says why each copy is exactly one
+    DP-SGD run), which shares Opacus's per-step work among the copies (models per second:
+    ``python benchmarks/bench_auditing.py --throughput``). The stack draws its noise in one
+    piece per parameter and step, from a generator seeded by all ``seeds``
+    (:func:`rdpest.auditing.dpsgd.stacking.stack_noise_seed`): every copy's noise is i.i.d.
+    N(0, σ²C²) and independent of the other copies', the same ``seeds`` give the same models,
+    and at σ = 0 run k equals ``train_dp_sgd(model, X, y, seed=seeds[k], sample_rate=1, ...)``
+    up to float rounding.
 
     Parameters
     ----------
@@ -422,7 +417,7 @@ def train_dp_sgd_many(
     X, y : array-like or torch.Tensor
         The training set.
     seeds : sequence of int >= 0
-        One run per seed (a seed may repeat: the runs are then identical).
+        Identify the runs; together they seed the stack's noise.
     noise_multiplier, max_grad_norm, steps, learning_rate, device, expected_batch_size, \
 noise_scale_bug
         As in :func:`train_dp_sgd` (always full batch).
@@ -447,8 +442,8 @@ noise_scale_bug
     ...     model = make_model("lr", 4, 2)
     >>> from rdpest.auditing.dpsgd.stacking import opacus_supports_stacking
     >>> if opacus_supports_stacking():  # refused on an Opacus release it was not checked against
-    ...     a, b = train_dp_sgd_many(model, X, y, seeds=[3, 4], noise_multiplier=1.0, steps=5)
-    ...     single = train_dp_sgd(model, X, y, noise_multiplier=1.0, steps=5, seed=3)
+    ...     a, b = train_dp_sgd_many(model, X, y, seeds=[3, 4], noise_multiplier=0.0, steps=5)
+    ...     single = train_dp_sgd(model, X, y, noise_multiplier=0.0, steps=5, seed=3)
     ...     assert torch.allclose(a[1].weight, single[1].weight, atol=1e-5)
     """
     check_module(model)

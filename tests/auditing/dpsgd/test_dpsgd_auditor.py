@@ -6,7 +6,7 @@ import torch
 
 from rdpest import DVRenyiEstimator
 from rdpest.auditing import AuditResult, DPSGDAuditor
-from rdpest.auditing.auditor import run_seed
+from rdpest.auditing.auditor import run_seed, runs_per_call
 from rdpest.auditing.dpsgd import auditor as dpsgd_module
 
 # Few steps, small model, tens of runs: what CI can afford.
@@ -56,18 +56,25 @@ def test_resume_from_store_trains_nothing_again(tmp_path, monkeypatch):
 
 
 def _assert_runs_are_the_score_functions(audit, result, runs=(0, 4, 9)):
-    """Run i of each arm is the audit's score function called with that arm and run i's seed.
+    """Run i of each arm is the audit's score function trained on that arm with run i's seed, in
+    run i's group (the runs that train stacked together: indices g·B to g·B + B - 1 for a
+    stack of B, and their seeds, which seed the stack's noise).
 
-    Catches an auditor that swaps the arms (O and O′), hands out the wrong seeds, or stores a
-    score under another run's index. Tolerance: the audit may train runs stacked, which changes
-    scores by float rounding only (tests/auditing/dpsgd/test_stacking.py); 1e-5 is well below
-    what another seed or arm changes in these audits (measured: at least 1.7e-4 between seeds
-    and 1.2e-3 between arms).
+    Catches an auditor that swaps the arms (O and O′), hands out the wrong seeds or groups, or
+    stores a score under another run's index. Exact: the same computation in the same process.
     """
+    group = runs_per_call(audit.score_fn)
+    n_runs = len(result.losses_with_canary)
     for i in runs:
+        start = i // group * group
+        indices = range(start, min(start + group, n_runs))
         for arm, losses in ((0, result.losses_without_canary), (1, result.losses_with_canary)):
-            seed = run_seed(audit.random_state, arm, i)
-            assert losses[i] == pytest.approx(audit.score_fn(bool(arm), seed), abs=1e-5), (arm, i)
+            seeds = [run_seed(audit.random_state, arm, j) for j in indices]
+            if group == 1:
+                expected = audit.score_fn(bool(arm), seeds[0])
+            else:
+                expected = audit.score_fn.score_many(bool(arm), seeds)[i - start]
+            assert losses[i] == expected, (arm, i)
 
 
 @pytest.mark.parametrize("model, canary", [("cnn", "blank"), ("lr", "clipbkd")])

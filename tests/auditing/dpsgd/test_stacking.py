@@ -1,12 +1,18 @@
 """Stacked DP-SGD runs (rdpest.auditing.dpsgd.stacking): each copy must be exactly one DP-SGD run.
 
-The claim tested: run k of ``train_dp_sgd_many(seeds=...)`` follows the trajectory of
-``train_dp_sgd(seed=seeds[k])`` (plain Opacus, one model) with clipping that binds and noise on,
-so it is the same DP-SGD, not an approximation of it. Tolerances: the two paths compute the same
-float32 sums in a different order (batched products instead of one per model), so parameters
-agree to rounding, about 1e-7 relative per step; 1e-5 absolute after tens of steps leaves room
-for that and is far below any real difference (one noise draw moves a parameter by
-σ·C·lr/n ≈ 1e-2 here).
+The claims tested, against plain, unstacked Opacus (``train_dp_sgd``, one model per engine):
+
+- at σ = 0, run k of ``train_dp_sgd_many(seeds=...)`` follows the trajectory of
+  ``train_dp_sgd(seed=seeds[k])`` with clipping that binds, so the clipping, the sums and the step
+  are the same DP-SGD, not an approximation of it. Tolerance: the two paths compute the same
+  float32 sums in a different order (batched products instead of one per model), so parameters
+  agree to rounding, about 1e-7 relative per step; 1e-5 absolute after tens of steps leaves room
+  for that and is far below any real difference (one noise draw moves a parameter by
+  σ·C·lr/n ≈ 1e-2 here);
+- at σ > 0 the stack draws one noise tensor per parameter and step: each copy's noise is
+  N(0, σ²C²) and independent of the other copies' (statistical tests, each shown to reject a
+  planted dependence), and the canary scores of an audit have the distribution of unstacked runs
+  (a two-sample test).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 from torch import nn
 
 from rdpest import DVRenyiEstimator
@@ -26,19 +33,22 @@ from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.models import make_model
 from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
 from rdpest.auditing.dpsgd.stacking import (
-    MAX_STACK,
-    MAX_STACK_CUDA,
+    BYTES_PER_ACTIVATION,
+    STACK_RAM_CAP,
     TESTED_OPACUS,
     StackedLinear,
+    activation_floats,
     auto_stack_size,
     opacus_supports_stacking,
     opacus_version_message,
+    stack_memory_budget,
     stack_model,
+    stack_noise_seed,
     stackable,
     unstack_model,
 )
 from rdpest.auditing.dpsgd.training import train_dp_sgd, train_dp_sgd_many
-from tests.helpers import flat_parameters
+from tests.helpers import COVERAGE_PVALUE, assert_pvalue_above, flat_parameters
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
 # Stacked training specialises two Opacus methods of the releases it was checked against and is
@@ -81,76 +91,128 @@ def _relu_no_bias():
 
 
 # ------------------------------------------------------------------------------------------------
-# each stacked copy is the single Opacus run with its seed
+# at sigma = 0 each stacked copy is the single Opacus run with its seed
 @NEEDS_STACKING
 @pytest.mark.parametrize("name", ["lr", "mlp", "relu_no_bias"])
-@pytest.mark.parametrize("noise_multiplier", [0.0, 1.0])
-def test_each_stacked_copy_is_the_single_run_with_its_seed(data, name, noise_multiplier):
+def test_each_stacked_copy_is_the_single_run_without_noise(data, name):
     X, y = data
     model = _model(_relu_no_bias if name == "relu_no_bias" else name)
     C = 0.05
     # Clipping must bind for the comparison to test it: most gradients are longer than C.
     assert np.median(_gradient_norms(model, X, y)) > 2 * C
-    seeds = [11, 3, 11, 250]  # a repeated seed must give the identical run
-    kwargs = {"noise_multiplier": noise_multiplier, "max_grad_norm": C, "steps": 20}
+    seeds = [11, 3, 11, 250]
+    kwargs = {"noise_multiplier": 0.0, "max_grad_norm": C, "steps": 20}
     many = train_dp_sgd_many(model, X, y, seeds=seeds, **kwargs)
     assert len(many) == len(seeds)
-    for seed, stacked in zip(seeds, many, strict=True):
-        single = train_dp_sgd(model, X, y, seed=seed, **kwargs)
+    single = train_dp_sgd(model, X, y, seed=seeds[0], **kwargs)
+    for stacked in many:
         assert type(stacked) is type(model)
         assert torch.allclose(flat_parameters(stacked), flat_parameters(single), atol=1e-5, rtol=0)
-    assert torch.equal(flat_parameters(many[0]), flat_parameters(many[2]))
     moved = (flat_parameters(many[0]) - flat_parameters(model)).abs().max()
     assert moved > 1e-3  # training did something
-    if noise_multiplier > 0:
-        assert not torch.allclose(flat_parameters(many[0]), flat_parameters(many[1]), atol=1e-4)
+
+
+@NEEDS_STACKING
+def test_stacked_runs_are_reproducible_and_their_noise_is_the_stacks(data):
+    X, y = data
+    model = _model("lr")
+    kwargs = {"noise_multiplier": 1.0, "max_grad_norm": 0.05, "steps": 5}
+    first = train_dp_sgd_many(model, X, y, seeds=[11, 3, 11], **kwargs)
+    again = train_dp_sgd_many(model, X, y, seeds=[11, 3, 11], **kwargs)
+    for a, b in zip(first, again, strict=True):
+        assert torch.equal(flat_parameters(a), flat_parameters(b))
+    # A repeated seed inside one stack is another run with fresh noise, and the same seed in
+    # another stack too: the noise belongs to the stack.
+    assert not torch.allclose(flat_parameters(first[0]), flat_parameters(first[2]), atol=1e-4)
+    other = train_dp_sgd_many(model, X, y, seeds=[11, 4], **kwargs)
+    assert not torch.allclose(flat_parameters(first[0]), flat_parameters(other[0]), atol=1e-4)
+    assert stack_noise_seed([11, 3, 11]) != stack_noise_seed([11, 4])
 
 
 @NEEDS_STACKING
 @pytest.mark.parametrize("frozen", ["0.weight", "0.bias", "2.weight"])
 def test_frozen_parameters_stay_frozen_as_in_a_single_run(frozen):
     # A frozen layer is left out of Opacus's norms, noise and step; stacked copies must do the
-    # same, or they would train it, clip the other layers harder and shift every noise draw.
+    # same, or they would train it and clip the other layers harder (compared at sigma = 0), and
+    # the noise must leave it alone too (sigma = 1).
     rng = np.random.default_rng(0)
     X = rng.random((40, 8), dtype=np.float32)
     y = (X[:, 0] > 0.5).astype(np.int64)
     model = _model(lambda: nn.Sequential(nn.Linear(8, 6), nn.Tanh(), nn.Linear(6, 2)))
     model.get_parameter(frozen).requires_grad_(False)
-    kwargs = {"noise_multiplier": 1.0, "max_grad_norm": 0.05, "steps": 10, "learning_rate": 5.0}
-    many = train_dp_sgd_many(model, X, y, seeds=[2, 3], **kwargs)
-    for seed, stacked in zip([2, 3], many, strict=True):
-        single = train_dp_sgd(model, X, y, seed=seed, **kwargs)
-        assert torch.allclose(flat_parameters(stacked), flat_parameters(single), atol=1e-5, rtol=0)
-        assert torch.equal(stacked.get_parameter(frozen), model.get_parameter(frozen))
-        assert not stacked.get_parameter(frozen).requires_grad
+    for sigma in (0.0, 1.0):
+        kwargs = {"noise_multiplier": sigma, "max_grad_norm": 0.05, "steps": 10}
+        many = train_dp_sgd_many(model, X, y, seeds=[2, 3], learning_rate=5.0, **kwargs)
+        single = train_dp_sgd(model, X, y, seed=2, learning_rate=5.0, **kwargs)
+        for stacked in many:
+            if sigma == 0:
+                assert torch.allclose(
+                    flat_parameters(stacked), flat_parameters(single), atol=1e-5, rtol=0
+                )
+            assert torch.equal(stacked.get_parameter(frozen), model.get_parameter(frozen))
+            assert not stacked.get_parameter(frozen).requires_grad
+
+
+# The noise test: C = 1e-6 makes the clipped gradient negligible, so one step of size 1 moves
+# every parameter of copy k by -N(0, (σC)²); with σC = 1 the per-copy deltas are the noise itself.
+_NOISE_COPIES, _NOISE_FEATURES = 8, 150  # 8 copies × (150 · 2 + 2) = 302 parameters each
+
+
+def _noise_deltas(train=train_dp_sgd_many) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    X = rng.random((50, _NOISE_FEATURES), dtype=np.float32)
+    y = (X[:, 0] > 0.5).astype(np.int64)
+    model = _model("lr", _NOISE_FEATURES, 2)
+    out = train(
+        model,
+        X,
+        y,
+        seeds=list(range(100, 100 + _NOISE_COPIES)),
+        noise_multiplier=1e6,
+        max_grad_norm=1e-6,
+        steps=1,
+        learning_rate=50.0,  # the step is learning_rate / n = 1
+    )
+    return np.stack([(flat_parameters(m) - flat_parameters(model)).numpy() for m in out])
+
+
+def _noise_pvalues(deltas: np.ndarray) -> tuple[float, float, float]:
+    """(shape, scale, independence) p-values of the per-copy noise, with N deltas in all and P
+    per copy: a Kolmogorov-Smirnov test of the deltas against N(0, 1); the two-sided test of the
+    variance, Σ delta² ~ chi-squared(N) under N(0, 1); and the test of zero correlation between
+    copies, P · Σ_{k<l} r_kl² ~ chi-squared(K(K-1)/2) under independence (each r_kl is about
+    N(0, 1/P))."""
+    values = deltas.ravel()
+    shape = stats.kstest(values, "norm").pvalue
+    tail = stats.chi2.sf(float(np.sum(values**2)), values.size)
+    scale = 2 * min(tail, 1 - tail)
+    corr = np.corrcoef(deltas)
+    pairs = corr[np.triu_indices(len(deltas), 1)]
+    statistic = deltas.shape[1] * float(np.sum(pairs**2))
+    return float(shape), float(scale), float(stats.chi2.sf(statistic, len(pairs)))
+
+
+def _planted(deltas: np.ndarray, rho: float, scale: float = 1.0) -> np.ndarray:
+    """Copies that share a fraction rho² of their variance (a planted dependence) or whose sd is
+    ``scale`` instead of 1."""
+    shared = deltas[0]
+    mixed = np.sqrt(1 - rho**2) * deltas[1:] + rho * shared
+    return scale * np.vstack([deltas[:1], mixed])
 
 
 @NEEDS_STACKING
 def test_stacked_noise_is_sigma_c_per_copy_and_independent_across_copies():
-    # As in test_noise_is_sigma_c_on_the_summed_gradient: C = 1e-6 makes the clipped gradient
-    # negligible, so one step of size 1 moves every parameter of copy k by -N(0, (σC)²) drawn
-    # from run k's stream. 3 copies × 62 parameters: the sd estimate of each copy is within 15%
-    # (about 1.7 standard errors of sqrt(1/(2·62))); copies are uncorrelated (|r| < 0.4, about
-    # 3 standard errors of 1/sqrt(62)).
-    rng = np.random.default_rng(0)
-    X = rng.random((50, 30), dtype=np.float32)
-    y = (X[:, 0] > 0.5).astype(np.int64)
-    model = _model("lr", 30, 2)
-    out = train_dp_sgd_many(
-        model,
-        X,
-        y,
-        seeds=[0, 1, 2],
-        noise_multiplier=1e6,
-        max_grad_norm=1e-6,
-        steps=1,
-        learning_rate=50.0,
-    )
-    deltas = [(flat_parameters(m) - flat_parameters(model)).numpy() for m in out]
-    for delta in deltas:
-        assert np.std(delta) == pytest.approx(1.0, rel=0.15)
-    corr = np.corrcoef(deltas)
-    assert np.all(np.abs(corr[np.triu_indices(3, 1)]) < 0.4)
+    deltas = _noise_deltas()
+    shape, scale, independent = _noise_pvalues(deltas)
+    assert_pvalue_above(shape, "per-copy noise against the normal shape")
+    assert_pvalue_above(scale, "per-copy noise against sd sigma C")
+    assert_pvalue_above(independent, "independence of the copies' noise")
+    # Power against what a broken stack would do, on the same draws: copies sharing 10% of their
+    # noise variance (r = 0.1, so P · Σr² ≈ 302 · 21 · 0.01 ≈ 63 against a chi-squared(28)
+    # whose 1 - 2e-5 quantile is about 70, plus the pairs with copy 0 at r = 0.32) and noise 10%
+    # too large (Σ delta² 21% above N = 2416: about 7 standard deviations) are rejected.
+    assert _noise_pvalues(_planted(deltas, rho=np.sqrt(0.1)))[2] < COVERAGE_PVALUE
+    assert _noise_pvalues(_planted(deltas, rho=0.0, scale=1.1))[1] < COVERAGE_PVALUE
 
 
 @NEEDS_STACKING
@@ -212,22 +274,41 @@ def test_what_can_be_stacked():
     assert not stackable(nn.Sequential(MyLinear(4, 2)))
 
 
+def test_activation_floats_counts_the_input_and_every_layer_output():
+    # lr: input 64, Flatten 64, Linear 10; mlp adds Linear 64 and Tanh 64 before Linear 10.
+    assert activation_floats(make_model("lr", 64, 10), (64,)) == 64 + 64 + 10
+    assert activation_floats(make_model("mlp", 64, 10), (64,)) == 64 + 64 + 64 + 64 + 10
+    cnn = make_model("cnn", 64, 10)
+    assert activation_floats(cnn, (64,)) > 64 * 8  # the first convolution's 8 maps of 8x8
+
+
 @NEEDS_STACKING
-def test_auto_stack_size_caps_memory():
-    assert auto_stack_size(make_model("lr", 64, 10), 900) == MAX_STACK
-    assert auto_stack_size(make_model("lr", 64, 10), 900, device="cuda") == MAX_STACK_CUDA
-    assert auto_stack_size(make_model("cnn", 64, 10), 900, device="cuda") == 1
-    assert auto_stack_size(make_model("cnn", 64, 10), 900) == 1
-    # MNIST-sized full batch: 60,000 × (784 + 10) floats per copy is over the budget alone.
-    assert auto_stack_size(make_model("lr", 784, 10), 60_000) == 1
-    assert 1 < auto_stack_size(make_model("lr", 784, 10), 10_000) < MAX_STACK
+def test_auto_stack_size_is_the_largest_power_of_two_that_fits_the_budget():
+    lr = make_model("lr", 64, 10)
+    per_copy = 900 * activation_floats(lr, (64,)) * BYTES_PER_ACTIVATION
+    for copies in (1, 3, 64, 100):
+        got = auto_stack_size(lr, 900, (64,), budget=copies * per_copy)
+        assert got <= copies < 2 * got and got & (got - 1) == 0
+    assert auto_stack_size(lr, 900, (64,), budget=per_copy // 2) == 1  # never below one run
+    assert auto_stack_size(lr, 900, (64,), budget=100 * per_copy, max_stack=20) == 16
+    # Any data size: ten times the rows, a tenth of the copies.
+    assert auto_stack_size(lr, 9000, (64,), budget=100 * per_copy) == 8
+    # The default budget: a fraction of the free RAM per core, capped.
+    assert 0 < stack_memory_budget() <= STACK_RAM_CAP
+    assert auto_stack_size(lr, 900, (64,)) == auto_stack_size(
+        lr, 900, (64,), budget=stack_memory_budget()
+    )
+    # MNIST-sized full batch of logistic regression: one copy needs 30,000 rows x 1,578 floats x
+    # 16 bytes = 0.76 GB, so at most one fits the 1 GiB cap.
+    assert auto_stack_size(make_model("lr", 784, 10), 30_000, (784,)) == 1
+    assert auto_stack_size(make_model("cnn", 64, 10), 900, (64,)) == 1  # not stackable
 
 
 @NEEDS_STACKING
 def test_resolve_stack_runs():
     lr, cnn = make_model("lr", 64, 10), make_model("cnn", 64, 10)
-    common = {"n_rows": 900, "input_ndim": 2}
-    assert resolve_stack_runs("auto", lr, sample_rate=1.0, **common) == MAX_STACK
+    common = {"n_rows": 900, "example_shape": (64,)}
+    assert resolve_stack_runs("auto", lr, sample_rate=1.0, max_stack=40, **common) == 32
     assert resolve_stack_runs("auto", lr, sample_rate=0.5, **common) == 1
     assert resolve_stack_runs("auto", lr, sample_rate=1.0, grad_sample_mode="ew", **common) == 1
     assert resolve_stack_runs("auto", cnn, sample_rate=1.0, **common) == 1
@@ -242,6 +323,17 @@ def test_resolve_stack_runs():
         resolve_stack_runs(4, lr, sample_rate=0.5, **common)
     with pytest.raises(ValueError, match="ghost"):
         resolve_stack_runs(4, lr, sample_rate=1.0, grad_sample_mode="hooks", **common)
+
+
+@NEEDS_STACKING
+def test_an_audit_stacks_at_most_a_quarter_of_its_runs_and_resumes_its_stores_layout(tmp_path):
+    options = {**_STACKED_AUDIT, "stack_runs": "auto", "n_runs": 40}
+    assert DPSGDAuditor(**options).build()[0].runs_per_call == 8  # 40 / 4 = 10 -> 8
+    store = tmp_path / "audit"
+    DPSGDAuditor(store=store, **{**options, "stack_runs": 4}).auditor().collect()
+    # "auto" resumes with the store's stack size, whatever it would choose now
+    score_fn, _, fingerprint = DPSGDAuditor(store=store, **options).build()
+    assert score_fn.runs_per_call == 4 and fingerprint["stack_size"] == 4
 
 
 @NEEDS_STACKING
@@ -274,20 +366,45 @@ def _run(data, stack_runs="auto", **settings):
 
 
 @NEEDS_STACKING
-def test_score_many_equals_one_call_per_seed(data):
+def test_score_many_trains_fixed_chunks_of_seeds(data):
     stacked, single = _run(data, stack_runs=3), _run(data, stack_runs=1)
     assert stacked.runs_per_call == 3 and single.runs_per_call == 1
-    assert _run(data).runs_per_call == MAX_STACK
     assert _run(data, sample_rate=0.5).runs_per_call == 1
     seeds = [5, 6, 7, 8, 9]  # two stacks: 3 + 2
     for include in (False, True):
         many = stacked.score_many(include, seeds)
-        assert many == pytest.approx([single(include, s) for s in seeds], abs=1e-5)
+        # chunk by chunk: the stacks [5, 6, 7] and [8, 9], whatever the call groups together
+        assert many == stacked.score_many(include, seeds[:3]) + stacked.score_many(include, [8, 9])
         assert single.score_many(include, seeds) == [single(include, s) for s in seeds]
+        # without noise a stacked run is the single run with its seed
+        quiet, alone = _run(data, 3, noise_multiplier=0.0), _run(data, 1, noise_multiplier=0.0)
+        assert quiet.score_many(include, seeds) == pytest.approx(
+            [alone(include, s) for s in seeds], abs=1e-5
+        )
     with pytest.raises(ValueError, match="stack_runs=4 is not possible"):
         _run(data, stack_runs=4, sample_rate=0.5)
     with pytest.raises(ValueError, match="seeds must be a 1-D sequence"):
         stacked.score_many(True, 5)
+
+
+@NEEDS_STACKING
+@pytest.mark.slow
+def test_stacked_scores_have_the_distribution_of_unstacked_opacus_runs(data):
+    # The audit's own scores: 300 canary losses per arm from stacks of 16 and from one plain
+    # Opacus run per seed (other seeds, so the samples are independent). Two two-sample tests per
+    # arm at the suite's level: Kolmogorov-Smirnov (any difference of location or shape) and
+    # Brown-Forsythe (the spread, which the noise scale sets and KS sees poorly). Their power is
+    # shown on the same samples: stacked scores from half the noise (half the spread) are
+    # rejected.
+    n = 300
+    for include in (False, True):
+        stacked = _run(data, 16, steps=20).score_many(include, list(range(n)))
+        plain = _run(data, 1, steps=20).score_many(include, list(range(10_000, 10_000 + n)))
+        what = f"stacked against unstacked scores (canary included: {include})"
+        assert_pvalue_above(stats.ks_2samp(stacked, plain).pvalue, f"{what}, KS")
+        assert_pvalue_above(stats.levene(stacked, plain).pvalue, f"{what}, spread")
+        weaker = _run(data, 16, steps=20, noise_multiplier=0.5).score_many(include, list(range(n)))
+        assert stats.levene(weaker, plain).pvalue < COVERAGE_PVALUE
 
 
 class _GroupScore:
@@ -380,9 +497,10 @@ def test_stacked_audit_is_identical_for_any_n_jobs_and_after_interruption(tmp_pa
     two = DPSGDAuditor(n_jobs=2, **options).auditor().collect()
     np.testing.assert_array_equal(one[0], two[0])
     np.testing.assert_array_equal(one[1], two[1])
-    unstacked = DPSGDAuditor(**{**options, "stack_runs": 1}).auditor().collect()
-    np.testing.assert_allclose(one[0], unstacked[0], atol=1e-5, rtol=0)
-    np.testing.assert_allclose(one[1], unstacked[1], atol=1e-5, rtol=0)
+    # The stack size is part of the store's identity: a store of stacks of 4 refuses stacks of 2.
+    DPSGDAuditor(store=tmp_path / "layout", **options).auditor().collect()
+    with pytest.raises(ValueError, match="stack_size"):
+        DPSGDAuditor(store=tmp_path / "layout", **{**options, "stack_runs": 2}).auditor().collect()
     # Interrupted after a few runs (a truncated store), then resumed: the same numbers, bit for bit.
     store = tmp_path / "audit"
     DPSGDAuditor(store=store, **options).auditor().collect()
@@ -396,8 +514,8 @@ def test_stacked_audit_is_identical_for_any_n_jobs_and_after_interruption(tmp_pa
 @pytest.mark.parametrize("version", ["1.7.0", "9.0.0", "1.4.2"])
 def test_stacking_is_refused_on_an_unchecked_opacus_release(data, monkeypatch, version):
     """Catches stacked training on an Opacus release it was not checked against (its two
-    specialised Opacus methods may no longer mirror Opacus's, silently changing the noise or the
-    clipping of every stacked run): "auto" falls back to one run at a time, giving the plain
+    specialised Opacus method may no longer mirror Opacus's, silently changing the clipping of
+    every stacked run): "auto" falls back to one run at a time, giving the plain
     runs' scores, and an explicit stack size, or train_dp_sgd_many, is refused naming the
     release; an audit asking for a stack is refused before it pretrains."""
     import opacus
@@ -406,10 +524,10 @@ def test_stacking_is_refused_on_an_unchecked_opacus_release(data, monkeypatch, v
     assert not opacus_supports_stacking()
     assert version in opacus_version_message() and TESTED_OPACUS[0] in opacus_version_message()
     lr = make_model("lr", 64, 10)
-    assert resolve_stack_runs("auto", lr, n_rows=900, input_ndim=2, sample_rate=1.0) == 1
-    assert auto_stack_size(lr, 900) == 1
+    assert resolve_stack_runs("auto", lr, n_rows=900, example_shape=(64,), sample_rate=1.0) == 1
+    assert auto_stack_size(lr, 900, (64,)) == 1
     with pytest.raises(ValueError, match=rf"checked against Opacus.*not the installed {version}"):
-        resolve_stack_runs(4, lr, n_rows=900, input_ndim=2, sample_rate=1.0)
+        resolve_stack_runs(4, lr, n_rows=900, example_shape=(64,), sample_rate=1.0)
     X, y = data
     with pytest.raises(ValueError, match="checked against Opacus"):
         train_dp_sgd_many(lr, X, y, seeds=[1], noise_multiplier=1.0)
