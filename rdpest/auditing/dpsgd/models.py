@@ -19,7 +19,6 @@ import math
 import numbers
 from collections.abc import Callable, Sequence
 
-import torch
 from torch import nn
 
 __all__ = ["MODELS", "PAPER_INPUT_SHAPES", "SmallCNN", "cifar10_cnn", "make_model", "mnist_cnn"]
@@ -31,19 +30,11 @@ PAPER_INPUT_SHAPES = {"mnist_cnn": (1, 28, 28), "cifar10_cnn": (3, 32, 32)}
 MLP_HIDDEN = 64
 
 
-class _Reshape(nn.Module):
-    """Reshape every example (flat or already image-shaped) to ``shape`` (parameter-free)."""
-
-    def __init__(self, shape: Sequence[int]):
-        super().__init__()
-        self.shape = tuple(int(s) for s in shape)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.reshape(x.shape[0], *self.shape)
-
-
-class SmallCNN(nn.Module):
+class SmallCNN(nn.Sequential):
     """Two tanh convolution blocks with 2×2 average pooling and a linear classifier.
+
+    A plain ``nn.Sequential`` (no ``forward`` of its own), so audits can train it stacked
+    (:mod:`rdpest.auditing.dpsgd.stacking`).
 
     Parameters
     ----------
@@ -57,17 +48,18 @@ class SmallCNN(nn.Module):
     Examples
     --------
     >>> net = SmallCNN((1, 8, 8), 10)
-    >>> net(torch.zeros(5, 64)).shape
-    torch.Size([5, 10])
+    >>> net(torch.zeros(5, 64)).shape, net(torch.zeros(5, 1, 8, 8)).shape
+    (torch.Size([5, 10]), torch.Size([5, 10]))
     """
 
     def __init__(
         self, input_shape: Sequence[int], n_classes: int, channels: tuple[int, int] = (8, 16)
     ):
-        super().__init__()
         c, h, w = (int(s) for s in input_shape)
-        self.features = nn.Sequential(
-            _Reshape((c, h, w)),
+        out_h = math.ceil(math.ceil(h / 2) / 2)
+        out_w = math.ceil(math.ceil(w / 2) / 2)
+        super().__init__(
+            *_as_images((c, h, w)),
             nn.Conv2d(c, channels[0], kernel_size=3, padding=1),
             nn.Tanh(),
             nn.AvgPool2d(2, ceil_mode=True),
@@ -75,13 +67,8 @@ class SmallCNN(nn.Module):
             nn.Tanh(),
             nn.AvgPool2d(2, ceil_mode=True),
             nn.Flatten(),
+            nn.Linear(channels[1] * out_h * out_w, int(n_classes)),
         )
-        out_h = math.ceil(math.ceil(h / 2) / 2)
-        out_w = math.ceil(math.ceil(w / 2) / 2)
-        self.classifier = nn.Linear(channels[1] * out_h * out_w, int(n_classes))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.classifier(self.features(x))
 
 
 def _check_count(value, name: str, minimum: int) -> int:

@@ -83,7 +83,8 @@ def resolve_stack_runs(
             reasons.append('it trains with ghost clipping (grad_sample_mode "auto" or "ghost")')
         if not stackable(template, len(example_shape) + 1):
             reasons.append(
-                "it needs an nn.Sequential of nn.Linear layers and elementwise activations"
+                "it needs an nn.Sequential of nn.Linear and nn.Conv2d layers, elementwise "
+                "activations, flattening and pooling"
             )
         if not opacus_supports_stacking():
             reasons.append(opacus_version_message())

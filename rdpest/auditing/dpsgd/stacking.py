@@ -5,18 +5,21 @@ Opacus step is per-step Python work in Opacus and autograd (hooks, clipping, noi
 optimizer), not arithmetic; it is paid once per model per step. Stacking K runs into one module
 pays it once per K models (models per second: ``benchmarks/results/auditing/throughput.md``).
 
-What is stacked: an ``nn.Sequential`` made of ``nn.Linear`` layers and parameter-free
-elementwise activations (optionally led by ``nn.Flatten``), such as the ``"lr"`` and ``"mlp"``
-models. :class:`StackedLinear` holds K copies of a linear layer as (K, out, in) and (K, out)
-parameters. The training batch is the data repeated K times: row ``r = k·n + i`` is example ``i``
-as seen by copy ``k``, and its output depends on copy ``k``'s parameters alone.
+What is stacked: an ``nn.Sequential`` of ``nn.Linear`` and ``nn.Conv2d`` layers and
+parameter-free layers that act on each example alone (elementwise activations, ``nn.Flatten``,
+``nn.Unflatten``, 2-D pooling), such as all the built-in models (:func:`stackable`).
+:class:`StackedLinear` holds K copies of a linear layer as (K, out, in) and (K, out) parameters;
+:class:`StackedConv2d` holds K copies of a convolution and applies them as one grouped
+convolution. The training batch is the data repeated K times: row ``r = k·n + i`` is example
+``i`` as seen by copy ``k``, and its output depends on copy ``k``'s parameters alone.
 
 Why each copy is exactly one DP-SGD run (Abadi et al. 2016) through Opacus's ``PrivacyEngine``:
 
 1. Clipping. Row r's gradient is zero outside copy k's slices, so its norm over all parameters,
    which Opacus's ghost clipping computes (from activations and output gradients: for a linear
-   layer ‖a‖·‖g‖ for the weight and ‖g‖ for the bias, Li et al. 2022) and clips, is the norm of
-   example i's gradient in model k.
+   layer ‖a‖·‖g‖ for the weight and ‖g‖ for the bias, Li et al. 2022; for a convolution the
+   norm of the per-example gradient that Opacus's convolution sampler forms from the unfolded
+   input) and clips, is the norm of example i's gradient in model k.
 2. Summing. Ghost clipping's second backward pass forms Σ_r c_r ∇loss_r; slice k of it is model
    k's sum of clipped per-example gradients.
 3. Noise. Opacus's optimizer adds N(0, σ²C²) noise to each parameter's summed gradient, one
@@ -47,6 +50,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+from opacus.grad_sample.conv import compute_conv_grad_sample
 from opacus.grad_sample.grad_sample_module_fast_gradient_clipping import (
     GradSampleModuleFastGradientClipping,
 )
@@ -60,6 +64,7 @@ __all__ = [
     "STACK_RAM_CAP",
     "STACK_RAM_FRACTION",
     "TESTED_OPACUS",
+    "StackedConv2d",
     "StackedGradSampleModule",
     "StackedLinear",
     "activation_floats",
@@ -209,6 +214,105 @@ def stack_noise_seed(seeds: Sequence[int]) -> int:
     return int(state[0] >> np.uint64(1))
 
 
+class StackedConv2d(nn.Module):
+    """K copies of a 2-D convolution applied to K row blocks: row ``k·n + i`` uses copy ``k``.
+
+    Exact construction: the K row blocks become K channel groups of one grouped convolution
+    (``groups = K · layer.groups``), whose group k sees only block k's channels and copy k's
+    weights; the output is laid back out as rows.
+
+    Parameters
+    ----------
+    layer : nn.Conv2d
+        The layer whose weights every copy starts from (``padding_mode="zeros"``).
+    copies : int
+        K.
+
+    Examples
+    --------
+    >>> layer = nn.Conv2d(2, 3, 3, padding=1)
+    >>> stacked = StackedConv2d(layer, 4)
+    >>> x = torch.randn(4 * 5, 2, 6, 6)
+    >>> bool(torch.allclose(stacked(x), layer(x), atol=1e-6))
+    True
+    """
+
+    def __init__(self, layer: nn.Conv2d, copies: int):
+        super().__init__()
+        if type(layer) is not nn.Conv2d or layer.padding_mode != "zeros":
+            raise ValueError(
+                f"StackedConv2d stacks nn.Conv2d layers with padding_mode='zeros', got {layer!r}"
+            )
+        self.copies = int(copies)
+        # The geometry of one copy: Opacus's per-example gradients of a convolution are computed
+        # from it (a plain nn.Conv2d kept outside the module tree, so it is never trained).
+        self._geometry = [copy.deepcopy(layer).requires_grad_(False).to("meta")]
+        self.in_channels, self.out_channels = layer.in_channels, layer.out_channels
+        weight = layer.weight.detach().unsqueeze(0).repeat(self.copies, 1, 1, 1, 1).clone()
+        self.weight = nn.Parameter(weight, requires_grad=layer.weight.requires_grad)
+        if layer.bias is None:
+            self.register_parameter("bias", None)
+        else:
+            bias = layer.bias.detach().unsqueeze(0).repeat(self.copies, 1).clone()
+            self.bias = nn.Parameter(bias, requires_grad=layer.bias.requires_grad)
+
+    @property
+    def geometry(self) -> nn.Conv2d:
+        """A plain convolution with one copy's geometry (on the meta device: no data)."""
+        return self._geometry[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 4 or x.shape[0] % self.copies or x.shape[1] != self.in_channels:
+            raise ValueError(
+                f"StackedConv2d expects rows (copies * n, {self.in_channels}, height, width), "
+                f"got shape {tuple(x.shape)}"
+            )
+        k, c = self.copies, self.in_channels
+        n = x.shape[0] // k
+        grouped = x.reshape(k, n, c, *x.shape[2:]).transpose(0, 1).reshape(n, k * c, *x.shape[2:])
+        g = self.geometry
+        out = nn.functional.conv2d(
+            grouped,
+            self.weight.reshape(k * self.out_channels, *self.weight.shape[2:]),
+            None if self.bias is None else self.bias.reshape(-1),
+            stride=g.stride,
+            padding=g.padding,
+            dilation=g.dilation,
+            groups=k * g.groups,
+        )
+        o = self.out_channels
+        return (
+            out.reshape(n, k, o, *out.shape[2:]).transpose(0, 1).reshape(k * n, o, *out.shape[2:])
+        )
+
+    def extra_repr(self) -> str:
+        return f"copies={self.copies}, {self.geometry.extra_repr()}"
+
+
+@register_norm_sampler(StackedConv2d)
+def _stacked_conv_norm_sample(
+    layer: StackedConv2d, activations: list[torch.Tensor], backprops: torch.Tensor
+) -> dict[nn.Parameter, torch.Tensor]:
+    """Per-row gradient norms of a :class:`StackedConv2d` for Opacus's ghost clipping.
+
+    Row r's gradient lies in its copy's slice and equals the per-example gradient of a plain
+    convolution with the same geometry at the same activations and output gradients, which
+    Opacus's own convolution per-sample-gradient function computes (from the unfolded input);
+    the norms are its sums of squares.
+    """
+    geometry = layer.geometry
+    for plain, stacked in ((geometry.weight, layer.weight), (geometry.bias, layer.bias)):
+        if plain is not None:
+            plain.requires_grad_(stacked.requires_grad)
+    samples = compute_conv_grad_sample(geometry, activations, backprops)
+    norms = {}
+    for plain, stacked in ((geometry.weight, layer.weight), (geometry.bias, layer.bias)):
+        if plain is not None and stacked.requires_grad and plain in samples:
+            sample = samples[plain].flatten(1)
+            norms[stacked] = (sample * sample).sum(dim=1).sqrt()
+    return norms
+
+
 class StackedGradSampleModule(GradSampleModuleFastGradientClipping):
     """Opacus's ghost-clipping module wrapper, with the per-row norms summed directly.
 
@@ -226,12 +330,33 @@ class StackedGradSampleModule(GradSampleModuleFastGradientClipping):
         return total
 
 
+# Parameter-free layers that act on each row (example) alone, beside the activations: each maps
+# the number of dimensions of its input (rows included) to that of its output, or None where it
+# does not apply.
+def _row_wise_ndim(module: nn.Module, ndim: int) -> int | None:
+    kind = type(module)
+    if kind in ELEMENTWISE_ACTIVATIONS:
+        return None if getattr(module, "inplace", False) else ndim
+    if kind is nn.Flatten:
+        return 2 if (module.start_dim, module.end_dim) == (1, -1) else None
+    if kind is nn.Unflatten:
+        return ndim - 1 + len(module.unflattened_size) if module.dim == 1 and ndim == 2 else None
+    if kind in (nn.MaxPool2d, nn.AdaptiveMaxPool2d):
+        return ndim if ndim == 4 and not module.return_indices else None
+    if kind in (nn.AvgPool2d, nn.AdaptiveAvgPool2d):
+        return ndim if ndim == 4 else None
+    return None
+
+
 def stackable(net: nn.Module, input_ndim: int = 2) -> bool:
     """Whether ``net`` can be trained stacked: see the module docstring.
 
-    An ``nn.Sequential`` of ``nn.Linear`` layers and :data:`ELEMENTWISE_ACTIVATIONS` (not in
-    place), optionally led by a default ``nn.Flatten``, with no module or parameter used twice;
-    inputs with more than two dimensions need the leading ``nn.Flatten``.
+    An ``nn.Sequential`` (its own ``forward``) of ``nn.Linear`` layers (on 2-D rows),
+    ``nn.Conv2d`` layers (zero padding, on 4-D image rows) and parameter-free layers that act on
+    each example alone: :data:`ELEMENTWISE_ACTIVATIONS` (not in place), ``nn.Flatten()``,
+    ``nn.Unflatten(1, ...)`` and 2-D max or average pooling; with no module or parameter used
+    twice, and each layer given inputs of the number of dimensions it handles, starting from
+    ``input_ndim`` (rows included).
 
     Examples
     --------
@@ -239,8 +364,12 @@ def stackable(net: nn.Module, input_ndim: int = 2) -> bool:
     True
     >>> stackable(nn.Sequential(nn.Linear(4, 3), nn.Dropout(), nn.Linear(3, 2)))
     False
+    >>> cnn = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+    ...                     nn.Linear(4 * 3 * 3, 10))
+    >>> stackable(cnn, input_ndim=4), stackable(cnn, input_ndim=2)
+    (True, False)
     """
-    if type(net) is not nn.Sequential:
+    if not isinstance(net, nn.Sequential) or type(net).forward is not nn.Sequential.forward:
         return False
     children = list(net)
     if len({id(m) for m in children}) != len(children):
@@ -248,19 +377,18 @@ def stackable(net: nn.Module, input_ndim: int = 2) -> bool:
     params = [p for _, p in net.named_parameters(remove_duplicate=False)]
     if len({id(p) for p in params}) != len(params) or not params:
         return False
-    if children and type(children[0]) is nn.Flatten:
-        flatten = children.pop(0)
-        if (flatten.start_dim, flatten.end_dim) != (1, -1):
+    ndim = int(input_ndim)
+    for module in children:
+        if type(module) is nn.Linear:
+            ok = ndim == 2
+        elif type(module) is nn.Conv2d:
+            ok = ndim == 4 and module.padding_mode == "zeros"
+        else:
+            ndim = _row_wise_ndim(module, ndim)
+            ok = ndim is not None
+        if not ok:
             return False
-    elif input_ndim != 2:
-        return False
-    if not any(type(m) is nn.Linear for m in children):
-        return False
-    return all(
-        type(m) is nn.Linear
-        or (type(m) in ELEMENTWISE_ACTIVATIONS and not getattr(m, "inplace", False))
-        for m in children
-    )
+    return True
 
 
 # The two specialised methods mirror Opacus's own ``add_noise`` and ``get_norm_sample`` of these
@@ -356,6 +484,12 @@ def auto_stack_size(
     example_shape = tuple(int(s) for s in example_shape)
     if not stackable(net, len(example_shape) + 1) or not opacus_supports_stacking():
         return 1
+    if torch.device(device).type != "cuda" and any(type(m) is nn.Conv2d for m in net):
+        # On the CPU a convolution's cost is its arithmetic, which stacking does not share, and
+        # the grouped convolution and layout changes made stacked digits CNNs slower than one
+        # run at a time (benchmarks/results/auditing/throughput.md); on a GPU stacking saves
+        # kernel launches. An explicit stack_runs still stacks them on the CPU.
+        return 1
     if budget is None:
         budget = stack_memory_budget(device)
     per_copy = max(1, int(n_rows)) * activation_floats(net, example_shape) * BYTES_PER_ACTIVATION
@@ -365,23 +499,32 @@ def auto_stack_size(
     return 1 << (fits.bit_length() - 1)
 
 
+def _stacked_layer(module: nn.Module, copies: int) -> nn.Module:
+    if type(module) is nn.Linear:
+        return StackedLinear(module, copies)
+    if type(module) is nn.Conv2d:
+        return StackedConv2d(module, copies)
+    return copy.deepcopy(module)
+
+
 def stack_model(net: nn.Module, copies: int) -> nn.Sequential:
     """A stacked copy of a :func:`stackable` ``net``: every copy starts from ``net``'s weights."""
-    if not stackable(net, 2) and not stackable(net, 3):
+    if not any(stackable(net, ndim) for ndim in (2, 3, 4)):
         raise ValueError(f"this model cannot be stacked: {net!r}")
-    layers = [StackedLinear(m, copies) if type(m) is nn.Linear else copy.deepcopy(m) for m in net]
+    layers = [_stacked_layer(m, copies) for m in net]
     return nn.Sequential(*layers).to(next(net.parameters()).device)
 
 
 def unstack_model(stacked: nn.Sequential, template: nn.Module) -> list[nn.Module]:
     """The K plain models inside a stacked network (copies of ``template`` with each slice)."""
-    copies = next(m.copies for m in stacked if isinstance(m, StackedLinear))
+    kinds = (StackedLinear, StackedConv2d)
+    copies = next(m.copies for m in stacked if isinstance(m, kinds))
     models = []
     for k in range(copies):
         model = copy.deepcopy(template)
         with torch.no_grad():
             for plain, layer in zip(model, stacked, strict=True):
-                if isinstance(layer, StackedLinear):
+                if isinstance(layer, kinds):
                     plain.weight.copy_(layer.weight[k])
                     if layer.bias is not None:
                         plain.bias.copy_(layer.bias[k])

@@ -412,8 +412,9 @@ def train_dp_sgd_many(
     Parameters
     ----------
     model : torch.nn.Module
-        θ₀ in an ``nn.Sequential`` of ``nn.Linear`` layers and elementwise activations (see
-        :func:`rdpest.auditing.dpsgd.stacking.stackable`); copied, never modified.
+        θ₀ in an ``nn.Sequential`` of linear and convolution layers, elementwise activations,
+        flattening and pooling (see :func:`rdpest.auditing.dpsgd.stacking.stackable`); copied,
+        never modified.
     X, y : array-like or torch.Tensor
         The training set.
     seeds : sequence of int >= 0
@@ -460,8 +461,9 @@ noise_scale_bug
     if not stackable(net, X_t.ndim):
         raise ValueError(
             "this model cannot be trained stacked: train_dp_sgd_many needs an nn.Sequential of "
-            "nn.Linear layers and elementwise activations, not in place (led by nn.Flatten for "
-            "inputs with more than 2 dimensions); train it with train_dp_sgd"
+            "nn.Linear layers (on flat rows), nn.Conv2d layers (zero padding, on images), "
+            "elementwise activations (not in place), nn.Flatten, nn.Unflatten and 2-D pooling "
+            "(see rdpest.auditing.dpsgd.stacking.stackable); train it with train_dp_sgd"
         )
     if not opacus_supports_stacking():
         raise ValueError(opacus_version_message())
