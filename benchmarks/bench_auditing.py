@@ -2,9 +2,10 @@
 
 1. Throughput (``--throughput``): models per second on this machine for logistic regression, the
    one-hidden-layer MLP and the small CNN at 100 full-batch DP-SGD steps, with n_jobs = 1 and 2,
-   for LR and the MLP both stacked (``stack_runs="auto"``: 16 runs per Opacus PrivacyEngine) and
-   one model at a time (``stack_runs=1``). ``--throughput-cuda``: the same on a CUDA GPU, with
-   stacks of 16 to 256.
+   each stacked (``stack_runs="auto"``, and an explicit stack for the CNN, which "auto" does not
+   stack on the CPU) and one model at a time (``stack_runs=1``, plain Opacus), in the same run;
+   and the largest data set (rows, full batch) that fits the memory budget of one stack for
+   every built-in model. ``--throughput-cuda``: the same on a CUDA GPU, with stacks of 16 to 256.
 2. Protocol (``--protocol``, the default): the set-up of Kim, Varshney & Alabi (2026), Tables 1/2,
    at small scale on scikit-learn's digits: worst-case (pretrained) initialisation, blank canary,
    full batch, C = 1, 100 steps, 500 runs with and 500 without the canary, for μ in
@@ -73,17 +74,60 @@ def _throughput_row(audit, model, stack_runs, n_jobs: int, seconds: float) -> di
     return row
 
 
-def throughput() -> list[dict]:
-    """Models per second of the audit's training, stacked ("auto") and one model at a time (1)."""
-    rows = []
-    cases = (
-        ("lr", 200, "auto"),
-        ("lr", 100, 1),
-        ("mlp", 48, "auto"),
-        ("mlp", 40, 1),
-        ("cnn", 8, "auto"),
+# (model, runs per arm, stack_runs) for --throughput: "auto" stacks at most a quarter of the
+# runs, so 256 runs per arm give stacks of up to 64.
+THROUGHPUT_CASES = (
+    ("lr", 256, "auto"),
+    ("lr", 64, 1),
+    ("mlp", 256, "auto"),
+    ("mlp", 32, 1),
+    ("cnn", 8, 1),
+    ("cnn", 16, 8),
+)
+
+
+def stack_capacity() -> list[dict]:
+    """For every built-in model: the largest full-batch data set (rows) that one stack of K
+    copies may train within this machine's CPU budget (rdpest.auditing.dpsgd.stacking)."""
+    import torch
+
+    from rdpest.auditing.dpsgd.models import make_model
+    from rdpest.auditing.dpsgd.stacking import (
+        BYTES_PER_ACTIVATION,
+        activation_floats,
+        stack_memory_budget,
     )
-    for model, n_runs, stack_runs in cases:
+
+    shapes = {
+        "lr": (64,),
+        "mlp": (64,),
+        "cnn": (1, 8, 8),
+        "mnist_cnn": (1, 28, 28),
+        "cifar10_cnn": (3, 32, 32),
+    }
+    budget = stack_memory_budget("cpu")
+    rows = []
+    for model, shape in shapes.items():
+        with torch.random.fork_rng(devices=[]):
+            net = make_model(model, math.prod(shape), 10, shape if len(shape) > 1 else None)
+        per_row = activation_floats(net, shape) * BYTES_PER_ACTIVATION
+        rows.append(
+            {
+                "model": model,
+                "example_shape": list(shape),
+                "bytes_per_row_and_copy": per_row,
+                "budget_bytes": budget,
+                "max_rows": {str(k): budget // (k * per_row) for k in (1, 16, 64)},
+            }
+        )
+    return rows
+
+
+def throughput() -> list[dict]:
+    """Models per second of the audit's training, stacked and one model at a time (plain Opacus),
+    in one process; and the largest data size per stack."""
+    rows = []
+    for model, n_runs, stack_runs in THROUGHPUT_CASES:
         for n_jobs in (1, 2):
             audit = _throughput_auditor(model, n_runs, n_jobs, "cpu", stack_runs)
             if n_jobs > 1:  # start the worker pool first: its start-up is not training
@@ -94,7 +138,15 @@ def throughput() -> list[dict]:
             audit.collect()
             seconds = time.perf_counter() - start
             rows.append(_throughput_row(audit, model, stack_runs, n_jobs, seconds))
+    capacity = stack_capacity()
     lines = [
+        "# DP-SGD training throughput (CPU)",
+        "",
+        "Command: `python benchmarks/bench_auditing.py --throughput` (this machine: "
+        f"{os.cpu_count()} cores; digits, 100 full-batch steps, sigma = 1). Stacked and plain "
+        "(stack_runs=1, one Opacus PrivacyEngine per model) rows come from the same run; "
+        "absolute figures drift between runs, the ratios less so.",
+        "",
         "| model | stack_runs (models per stack) | n_jobs | steps | models | seconds | models/s |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -103,7 +155,27 @@ def throughput() -> list[dict]:
         f"| {r['steps']} | {r['models']} | {r['seconds']:.1f} | {r['models_per_second']:.2f} |"
         for r in rows
     ]
-    atomic_write_text(OUT / "throughput.json", json.dumps(rows, indent=2))
+    budget = capacity[0]["budget_bytes"]
+    lines += [
+        "",
+        "## Largest data set per stack",
+        "",
+        f"The CPU budget of one stack on this machine: {budget / 2**20:.0f} MiB (a quarter of "
+        "the available RAM per core, at most 1 GiB). Rows: full-batch examples one stack of K "
+        "copies may train within it (16 bytes per activation float, per row and copy).",
+        "",
+        "| model | example | bytes per row and copy | K = 1 | K = 16 | K = 64 |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {c['model']} | {'x'.join(map(str, c['example_shape']))} "
+        f"| {c['bytes_per_row_and_copy']} | {c['max_rows']['1']} | {c['max_rows']['16']} "
+        f"| {c['max_rows']['64']} |"
+        for c in capacity
+    ]
+    atomic_write_text(
+        OUT / "throughput.json", json.dumps({"rows": rows, "capacity": capacity}, indent=2)
+    )
     atomic_write_text(OUT / "throughput.md", "\n".join(lines) + "\n")
     return rows
 
