@@ -22,11 +22,11 @@ extensions = [
     "numpydoc",
 ]
 
-# The DP-SGD auditor's page is built once its module exists; from then on an import failure
-# is a build error (under -W) rather than a silently missing page.
-_DPSGD_MODULE = Path(__file__).resolve().parent.parent / "rdpest" / "auditing" / "dpsgd.py"
+# The DP-SGD auditor's page is built whenever its package exists (it always does in a checkout);
+# an import failure is then a build error (under -W) rather than a silently missing page.
+_DPSGD_PACKAGE = Path(__file__).resolve().parent.parent / "rdpest" / "auditing" / "dpsgd"
 exclude_patterns = ["_build"]
-if not _DPSGD_MODULE.exists():
+if not (_DPSGD_PACKAGE / "__init__.py").exists():
     exclude_patterns.append("api_auditing_dpsgd.rst")
 
 root_doc = "index"
