@@ -391,8 +391,9 @@ def stackable(net: nn.Module, input_ndim: int = 2) -> bool:
     return True
 
 
-# The two specialised methods mirror Opacus's own ``add_noise`` and ``get_norm_sample`` of these
-# releases (and use their private helpers); "auto" does not stack under any other release.
+# The specialised method mirrors Opacus's own ``get_norm_sample``, and the convolution norms call
+# Opacus's convolution per-sample-gradient function, of these releases; "auto" does not stack
+# under any other release.
 TESTED_OPACUS = ("1.5", "1.6")
 
 
