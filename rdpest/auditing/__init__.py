@@ -10,6 +10,7 @@ only package that does, and is imported from there on first use.
 """
 
 from rdpest.auditing.auditor import Auditor, check_audit_settings, default_estimators, run_seed
+from rdpest.auditing.evaluate import evaluate
 from rdpest.auditing.result import AuditResult
 from rdpest.auditing.store import RunStore
 from rdpest.auditing.synthetic import GaussianMechanismScore
@@ -22,6 +23,7 @@ __all__ = [
     "RunStore",
     "check_audit_settings",
     "default_estimators",
+    "evaluate",
     "run_seed",
 ]
 

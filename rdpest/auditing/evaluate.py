@@ -1,0 +1,153 @@
+"""Audit scores you already have: the verdict of an audit on given O (without) and O′ (with).
+
+:func:`evaluate` gives exactly what :meth:`rdpest.auditing.Auditor.run` gives for a fixed-size
+audit whose runs produced these scores: the same estimators (:func:`default_estimators`), the same
+sharing of β among the certified ones, the same verdict ("violation", "not_refuted" or
+"underpowered") and the same power report — computed by the auditor's own evaluation, so the two
+cannot drift apart. Only the record of the pipeline differs: no score function was run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rdpest.auditing.auditor import Auditor, _round_record, check_audit_settings
+from rdpest.auditing.result import AuditResult
+
+__all__ = ["evaluate"]
+
+#: What the result's ``config["pipeline"]`` says when the scores were given, not trained.
+GIVEN_SCORES = {"scores": "given to rdpest.auditing.evaluate (no training run here)"}
+
+
+def _no_training(include_canary, seed):  # pragma: no cover - never called
+    """The score function of an audit whose scores are given: it must never train."""
+    raise RuntimeError("rdpest.auditing.evaluate was given its scores; it trains nothing")
+
+
+def _scores(values, name: str) -> np.ndarray:
+    """``values`` as a 1-D float array of finite numbers, or a ValueError naming ``name``."""
+    if isinstance(values, str | bytes | dict) or values is None:
+        raise ValueError(f"{name} must be a 1-D array of scores, got {type(values).__name__}")
+    try:
+        array = np.asarray(values)
+    except ValueError as exc:  # a ragged nested list
+        raise ValueError(f"{name} must be a 1-D array of scores (ragged input: {exc})") from None
+    if array.dtype == object or array.dtype.kind not in "biuf" or array.dtype.kind == "b":
+        raise ValueError(f"{name} must hold real numbers, got an array of dtype {array.dtype}")
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of scores, got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{name} is empty")
+    array = array.astype(np.float64)
+    bad = ~np.isfinite(array)
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{name} holds {int(bad.sum())} non-finite score(s) (NaN or inf), the first at index "
+            f"{first}: {array[first]}"
+        )
+    return array
+
+
+def evaluate(
+    losses_without_canary,
+    losses_with_canary,
+    claimed_epsilon: float,
+    *,
+    alpha: float,
+    beta: float = 0.05,
+    estimators: dict | None = None,
+    random_state: int = 0,
+) -> AuditResult:
+    """The audit's verdict on scores already collected (O without the canary, O′ with it).
+
+    Parameters
+    ----------
+    losses_without_canary : array-like of shape (n_runs,)
+        O: the canary's score after each run trained without it.
+    losses_with_canary : array-like of shape (n_runs,)
+        O′: the canary's score after each run trained with it. Both sides must have the same
+        number of scores, as an audit's do (its power report and its record speak of ``n_runs``
+        per side); unequal sides are refused rather than silently truncated.
+    claimed_epsilon : float
+        The ε_α claimed at order ``alpha`` (>= 0).
+    alpha : float
+        The Rényi order of the claim (> 1).
+    beta : float, default=0.05
+        A false "violation" verdict has probability at most beta; the certified estimators share
+        it (β/k each), exactly as in an audit.
+    estimators : dict of str to estimator, optional
+        Unfitted rdpest estimators at order ``alpha``; default :func:`default_estimators`.
+    random_state : int, default=0
+        Seeds the default estimators (the value an audit with ``random_state`` uses).
+
+    Returns
+    -------
+    AuditResult
+        With ``n_runs`` the number of scores per side, ``config["pipeline"]`` saying the scores
+        were given, and one round (a fixed-size audit).
+
+    Raises
+    ------
+    ValueError
+        On scores that are not 1-D finite real arrays, sides of unequal length, too few scores
+        for an estimator's splits, α <= 1, β outside (0, 1), or a negative claim.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rdpest.auditing import evaluate
+    >>> rng = np.random.default_rng(0)
+    >>> O, O_prime = rng.normal(0, 1, 40), rng.normal(1, 1, 40)
+    >>> from rdpest import BernoulliTPRFPRBaseline
+    >>> result = evaluate(O, O_prime, 1.0, alpha=2.0,
+    ...                   estimators={"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0)})
+    >>> result.n_runs, result.verdict in ("violation", "not_refuted", "underpowered")
+    (40, True)
+    >>> evaluate(O, O_prime[:30], 1.0, alpha=2.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: losses_without_canary has 40 scores but losses_with_canary has 30: ...
+    """
+    without = _scores(losses_without_canary, "losses_without_canary")
+    with_ = _scores(losses_with_canary, "losses_with_canary")
+    if len(without) != len(with_):
+        raise ValueError(
+            f"losses_without_canary has {len(without)} scores but losses_with_canary has "
+            f"{len(with_)}: an audit has as many runs with the canary as without (its power and "
+            "record are per side); pass equally long samples"
+        )
+    n = len(without)
+    try:
+        estimators = check_audit_settings(
+            claimed_epsilon=claimed_epsilon,
+            alpha=alpha,
+            beta=beta,
+            n_runs=n,
+            estimators=estimators,
+            n_jobs=1,
+            random_state=random_state,
+        )
+    except ValueError as exc:
+        if str(exc).startswith(f"n_runs={n} is too small"):  # say it in terms of the scores
+            raise ValueError(
+                f"too few scores: {n} per side; " + str(exc).split(": ", 1)[1]
+            ) from None
+        raise
+    auditor = Auditor(
+        _no_training,
+        claimed_epsilon,
+        alpha=alpha,
+        beta=beta,
+        n_runs=n,
+        estimators=estimators,
+        random_state=random_state,
+        config=dict(GIVEN_SCORES),
+        progress=False,
+    )
+    # What Auditor.run does for one round of n runs per side, without the training.
+    level = float(beta)
+    result = auditor._evaluate(without, with_, estimators, level)
+    records = [_round_record(1, result, level)]
+    return auditor._finish(result, records, estimators, level, [n])

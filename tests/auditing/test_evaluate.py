@@ -1,0 +1,91 @@
+"""Tests of rdpest.auditing.evaluate: an audit's verdict on scores the user already has."""
+
+import numpy as np
+import pytest
+
+from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator
+from rdpest.auditing import Auditor, GaussianMechanismScore, evaluate
+
+
+def _estimators():
+    # The default estimators' kinds (two certified, one not), with a short DV fit for speed.
+    return {
+        "dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=60),
+        "bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, conversion="direct", random_state=0),
+        "gdp_route": BernoulliTPRFPRBaseline(alpha=2.0, conversion="gdp", random_state=0),
+    }
+
+
+@pytest.mark.parametrize("bug", [0.25, 1.0])  # a violation and an honest mechanism
+def test_evaluate_equals_the_audit_on_its_own_scores(bug):
+    mech = GaussianMechanismScore(sensitivity=1.0, noise_std=1.0, noise_scale_bug=bug)
+    claim = mech.claimed_epsilon(2.0)
+    audit = Auditor(
+        mech, claim, alpha=2.0, beta=0.1, n_runs=120, estimators=_estimators(), progress=False
+    ).run()
+    got = evaluate(
+        audit.losses_without_canary,
+        audit.losses_with_canary,
+        claim,
+        alpha=2.0,
+        beta=0.1,
+        estimators=_estimators(),
+    )
+    assert got.verdict == audit.verdict == ("violation" if bug < 1 else "not_refuted")
+    assert got.estimates == audit.estimates  # estimates, bounds, shares of beta, certified
+    assert got.power == audit.power
+    assert got.beta == audit.beta and got.rounds == audit.rounds
+    assert got.n_runs == audit.n_runs == 120
+    assert {k: v for k, v in got.config.items() if k != "pipeline"} == {
+        k: v for k, v in audit.config.items() if k != "pipeline"
+    }
+    assert "given" in got.config["pipeline"]["scores"]
+    # beta is shared among the two certified estimators, not given to the uncertified one
+    assert got.estimates["dv"]["beta"] == got.estimates["bernoulli"]["beta"] == 0.05
+    assert got.estimates["gdp_route"]["beta"] == 0.1
+
+
+def test_default_estimators_are_the_audits_and_n_runs_is_the_true_size():
+    rng = np.random.default_rng(1)
+    result = evaluate(rng.normal(0, 1, 90), rng.normal(3, 1, 90), 0.5, alpha=2.0)
+    assert set(result.estimates) == {"dv", "bernoulli", "gdp_route"}
+    assert result.n_runs == result.config["n_runs"] == 90
+    assert result.rounds[0]["n_runs"] == 90
+    assert "90 runs per side" in result.verdict_sentence() or result.verdict == "violation"
+
+
+def test_underpowered_verdict_when_the_claim_is_beyond_reach():
+    rng = np.random.default_rng(2)
+    result = evaluate(
+        rng.normal(0, 1, 40), rng.normal(9, 1, 40), 50.0, alpha=2.0, estimators=_estimators()
+    )
+    assert result.verdict == "underpowered"
+
+
+GOOD = np.linspace(0.0, 1.0, 50)
+
+
+@pytest.mark.parametrize(
+    "without, with_, kwargs, message",
+    [
+        (np.r_[GOOD[:-1], np.nan], GOOD, {}, "losses_without_canary holds 1 non-finite"),
+        (GOOD, np.r_[np.inf, GOOD[1:]], {}, "losses_with_canary holds 1 non-finite"),
+        ([], GOOD, {}, "losses_without_canary is empty"),
+        (GOOD.reshape(5, 10), GOOD, {}, "1-D array of scores, got shape (5, 10)"),
+        ([[1.0, 2.0], [3.0]], GOOD, {}, "ragged"),
+        (GOOD, ["a"] * 50, {}, "must hold real numbers"),
+        (GOOD, None, {}, "losses_with_canary must be a 1-D array"),
+        (GOOD, GOOD[:40], {}, "has 50 scores but losses_with_canary has 40"),
+        (GOOD, GOOD, {"alpha": 1.0}, "alpha"),
+        (GOOD, GOOD, {"beta": 1.5}, "beta"),
+        (GOOD, GOOD, {"beta": 0.0}, "beta"),
+        (GOOD[:4], GOOD[:4], {}, "too few scores: 4 per side; estimator 'dv' needs at least 5"),
+        (GOOD, GOOD, {"claimed_epsilon": -1.0}, "claimed_epsilon must be >= 0"),
+    ],
+)
+def test_clear_errors(without, with_, kwargs, message):
+    options = {"claimed_epsilon": 1.0, "alpha": 2.0, **kwargs}
+    claim = options.pop("claimed_epsilon")
+    with pytest.raises(ValueError) as info:
+        evaluate(without, with_, claim, **options)
+    assert message in str(info.value)
