@@ -199,21 +199,106 @@ class AuditResult:
             self.verdict, self.power, self.n_runs, self.alpha, self.claimed_epsilon
         )
 
-    def plot(self, path=None):
-        """Histograms of O and O′, with the bounds against the claim (needs matplotlib).
+    def plot(self, path=None, *, ax=None):
+        """Plot the scores O and O′, the bounds against the claim and any rounds (needs matplotlib).
 
-        Returns the matplotlib Figure; saves it to ``path`` if given.
+        Panels: histograms of O and O′; each estimator's bound and point estimate against the
+        claim; for a sequential audit (more than one round), the certified bound after each
+        round. The plot never changes matplotlib's backend or pyplot's current figure beyond what is
+        said here.
+
+        Parameters
+        ----------
+        path : str or path-like, optional
+            Save the figure here. Only when the plot makes its own figure (``ax`` not given): it
+            is then made without pyplot, so no figure is left open.
+        ax : matplotlib Axes or sequence of Axes, optional
+            Draw into these and create no figure. One Axes receives the bounds panel only (the
+            estimators' bounds against the claim, titled with the audit's settings); a sequence
+            must hold one Axes per panel: histograms and bounds, plus the rounds of a sequential
+            audit: 2 Axes, or 3 when ``len(result.rounds) > 1``.
+
+        Returns
+        -------
+        matplotlib.figure.Figure or Axes or sequence of Axes
+            ``ax`` as given; otherwise the new Figure, its title giving α, the claimed ε_α, the
+            runs per side, β (and σ when the configuration records a noise multiplier) above the
+            verdict in words. Without ``path`` that Figure is made with pyplot, so ``plt.show()``
+            shows it and the caller closes it; with ``path`` it is a plain Figure.
+
+        Notes
+        -----
+        An estimator whose certified bound is 0 (nothing certified) is drawn as a hollow marker
+        at 0, labelled "0 (nothing certified)", since its bar has no length.
         """
         try:
-            import matplotlib
-
-            matplotlib.use("Agg", force=False)
-            import matplotlib.pyplot as plt
+            from matplotlib.axes import Axes
+            from matplotlib.figure import Figure
         except ImportError:  # pragma: no cover - the dev extra installs matplotlib
             raise ImportError("plotting needs matplotlib: pip install 'rdpest[plot]'") from None
-        sequential = len(self.rounds) > 1
-        fig, axes = plt.subplots(1, 3 if sequential else 2, figsize=(16 if sequential else 11, 4))
-        ax_hist, ax_bounds = axes[0], axes[1]
+        panels = self._plot_panel_count
+        if ax is not None:
+            if path is not None:
+                raise ValueError(
+                    "give plot() either path or ax, not both: with ax the caller owns the figure "
+                    "and saves it (ax.figure.savefig)"
+                )
+            if isinstance(ax, Axes):
+                self._plot_bounds(ax)
+                ax.set_title(self._plot_title(), fontsize="small", wrap=True)
+                return ax
+            axes = list(np.ravel(np.asarray(ax, dtype=object))) if _is_sequence(ax) else None
+            if axes is None or len(axes) != panels or not all(isinstance(a, Axes) for a in axes):
+                raise ValueError(
+                    f"ax must be one matplotlib Axes or a sequence of {panels} Axes (one per "
+                    f"panel of this {'sequential ' if panels == 3 else ''}audit), got {ax!r}"
+                )
+            self._plot_panels(axes)
+            axes[1].set_title(self._plot_title(), fontsize="small", wrap=True)
+            return ax
+        figsize = (16 if panels == 3 else 11, 4.6)
+        if path is None:
+            import matplotlib.pyplot as plt
+
+            fig = plt.figure(figsize=figsize)
+        else:
+            fig = Figure(figsize=figsize)
+        self._plot_panels(list(fig.subplots(1, panels)))
+        fig.suptitle(
+            self._plot_title() + "\n" + self.verdict_sentence(), fontsize="small", wrap=True
+        )
+        fig.tight_layout()
+        if path is not None:
+            fig.savefig(path, dpi=120)
+        return fig
+
+    @property
+    def _plot_panel_count(self) -> int:
+        """How many panels :meth:`plot` draws: 3 for a sequential audit (its rounds), else 2."""
+        return 3 if len(self.rounds) > 1 else 2
+
+    def _plot_title(self) -> str:
+        """The audit's settings in one line: α, the claim, runs per side, β and σ if known."""
+        n_without, n_with = len(self.losses_without_canary), len(self.losses_with_canary)
+        runs = (
+            f"n = {n_without} runs per side"
+            if n_without == n_with
+            else f"n = {n_without} without + {n_with} with the canary"
+        )
+        parts = [
+            f"α = {self.alpha:g}",
+            f"claimed ε_α = {self.claimed_epsilon:.4g}",
+            runs,
+            f"β = {self.beta:g}",
+        ]
+        sigma = _noise_multiplier(self.config)
+        if sigma is not None:
+            parts.append(f"σ = {sigma:.4g}")
+        return "Rényi DP audit: " + ", ".join(parts)
+
+    def _plot_panels(self, axes: list) -> None:
+        """Draw the histograms, the bounds and (sequential audits) the rounds into ``axes``."""
+        ax_hist = axes[0]
         both = np.concatenate([self.losses_without_canary, self.losses_with_canary])
         bins = np.histogram_bin_edges(both, bins=40)
         ax_hist.hist(self.losses_without_canary, bins=bins, alpha=0.6, label="O: without canary")
@@ -221,19 +306,8 @@ class AuditResult:
         ax_hist.set_xlabel("canary score (loss)")
         ax_hist.set_ylabel("runs")
         ax_hist.legend()
-        names = list(self.estimates)
-        ys = np.arange(len(names))
-        bounds = [self.estimates[n]["lower_bound"] for n in names]
-        points = [self.estimates[n]["divergence"] for n in names]
-        colors = ["tab:green" if self.estimates[n]["certified"] else "tab:gray" for n in names]
-        ax_bounds.barh(ys, bounds, color=colors, alpha=0.7, label="lower bound")
-        ax_bounds.scatter(points, ys, color="black", zorder=3, label="point estimate")
-        ax_bounds.axvline(self.claimed_epsilon, color="tab:red", ls="--", label="claimed ε_α")
-        ax_bounds.set_yticks(ys, names)
-        ax_bounds.set_xlim(0.0, 1.15 * max([*points, *bounds, self.claimed_epsilon, 1e-3]))
-        ax_bounds.set_xlabel(f"D_{self.alpha:g} (grey: not certified)")
-        ax_bounds.legend(loc="best", fontsize="small")
-        if sequential:
+        self._plot_bounds(axes[1])
+        if len(axes) > 2:
             ax_rounds = axes[2]
             runs = [r["n_runs"] for r in self.rounds]
             ax_rounds.plot(runs, [r["lower_bound"] for r in self.rounds], "o-", label="bound")
@@ -241,11 +315,53 @@ class AuditResult:
             ax_rounds.set_xlabel("runs per side")
             ax_rounds.set_ylabel(f"certified D_{self.alpha:g} bound (each round at β/K)")
             ax_rounds.legend(loc="best", fontsize="small")
-        fig.suptitle(self.verdict_sentence(), fontsize="small", wrap=True)
-        fig.tight_layout()
-        if path is not None:
-            fig.savefig(path, dpi=120)
-        return fig
+
+    def _plot_bounds(self, ax) -> None:
+        """Each estimator's bound (bar; a hollow marker at 0 when nothing is certified) and
+        point estimate against the claim."""
+        names = list(self.estimates)
+        ys = np.arange(len(names))
+        bounds = [float(self.estimates[n]["lower_bound"]) for n in names]
+        points = [float(self.estimates[n]["divergence"]) for n in names]
+        colors = ["tab:green" if self.estimates[n]["certified"] else "tab:gray" for n in names]
+        ax.barh(ys, bounds, color=colors, alpha=0.7, label="lower bound")
+        zero = [i for i, b in enumerate(bounds) if not b > 0.0]
+        if zero:
+            ax.scatter(
+                np.zeros(len(zero)),
+                ys[zero],
+                marker="D",
+                s=70,
+                facecolors="none",
+                edgecolors=[colors[i] for i in zero],
+                linewidths=1.8,
+                zorder=4,
+                clip_on=False,
+                label="0 (nothing certified)",
+            )
+        ax.scatter(points, ys, color="black", zorder=3, label="point estimate")
+        ax.axvline(self.claimed_epsilon, color="tab:red", ls="--", label="claimed ε_α")
+        ax.set_yticks(ys, names)
+        finite = [v for v in [*points, *bounds, self.claimed_epsilon] if math.isfinite(v)]
+        ax.set_xlim(0.0, 1.15 * max([*finite, 1e-3]))
+        ax.set_xlabel(f"D_{self.alpha:g} (grey: not certified)")
+        ax.legend(loc="best", fontsize="small")
+
+
+def _is_sequence(value) -> bool:
+    """Whether ``value`` is a list, tuple or array (of Axes, for :meth:`AuditResult.plot`)."""
+    return isinstance(value, list | tuple | np.ndarray)
+
+
+def _noise_multiplier(config: dict) -> float | None:
+    """The noise multiplier σ a result's configuration records (a DP-SGD audit's pipeline), or
+    None when it records none."""
+    for where in (config.get("pipeline"), config):
+        if isinstance(where, dict):
+            sigma = where.get("noise_multiplier")
+            if isinstance(sigma, int | float) and not isinstance(sigma, bool):
+                return float(sigma)
+    return None
 
 
 def _jsonable(value):
