@@ -92,3 +92,29 @@ def test_the_changelog_has_an_unreleased_section():
     unreleased = text.split("## [Unreleased]", 1)[1].split("\n## ", 1)[0]
     for group in ("### Added", "### Changed", "### Fixed"):
         assert group in unreleased
+
+
+def test_result_json_records_the_versions_of_rdpest_torch_opacus_and_python(tmp_path):
+    import json
+    import platform
+    from importlib import metadata
+
+    from rdpest import DVRenyiEstimator, __version__
+    from rdpest.auditing import Auditor, GaussianMechanismScore
+
+    mech = GaussianMechanismScore(noise_std=1.0)
+    estimators = {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=5)}
+    Auditor(
+        mech,
+        mech.claimed_epsilon(2.0),
+        alpha=2.0,
+        n_runs=60,
+        estimators=estimators,
+        progress=False,
+        store=tmp_path,
+    ).run()
+    recorded = json.loads((tmp_path / "result.json").read_text())["provenance"]
+    assert recorded["rdpest"] == __version__
+    assert recorded["python"] == platform.python_version()
+    assert recorded["torch"] == metadata.version("torch")
+    assert recorded["opacus"] == metadata.version("opacus")
