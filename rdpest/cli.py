@@ -1,33 +1,23 @@
-"""Command line interface: ``rdpest audit | estimate | bench | quickstart``.
+"""Command line interface: ``rdpest audit | evaluate | estimate | bench | quickstart``.
 
-Exit codes: 0 success, 1 failure while running, 2 usage errors (argparse's convention).
+Exit codes: 0 success, 1 failure while running, 2 usage errors (argparse's convention; also
+``rdpest`` with no command, after printing the help), 3 a violation found by ``rdpest audit
+--fail-on-violation``, 130 interrupted. ``docs/guide/cli.rst`` is the reference.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main"]
+from rdpest.cli_parser import ESTIMATORS, EXIT_VIOLATION, build_parser
 
-
-# Estimator names on the command line, mapped to rdpest's public classes.
-ESTIMATORS = {
-    "dv": "DVRenyiEstimator",
-    "markov": "MarkovRenyiBound",
-    "hoeffding": "HoeffdingRenyiBound",
-    "bernoulli": "BernoulliTPRFPRBaseline",
-}
-
-
-#: The exit status of ``rdpest audit --fail-on-violation`` when the audit finds a violation (0 is
-#: success, 1 an error, 2 a usage error, 130 an interrupt).
-EXIT_VIOLATION = 3
+__all__ = ["ESTIMATORS", "EXIT_VIOLATION", "build_parser", "load_samples", "main"]
 
 
 def _estimator(args):
@@ -46,11 +36,25 @@ def _estimator(args):
     return getattr(rdpest, ESTIMATORS[args.estimator])(**options)
 
 
+def _header_lines(file: Path, delimiter: str | None) -> int:
+    """1 when the first line of a text file is a header (some field is not a number), else 0."""
+    with open(file, encoding="utf-8") as handle:
+        first = handle.readline()
+    fields = [f.strip() for f in first.strip().split(delimiter)]
+    try:
+        [float(f) for f in fields]
+    except ValueError:
+        return 1
+    return 0
+
+
 def load_samples(path: str) -> np.ndarray:
     """Read a sample from .npy, .npz (first array), .csv or .txt (whitespace separated).
 
-    The result is a float64 array of shape (n,) or (n, d); anything else (an empty or 0-d file,
-    a structured or complex array, a directory) is a ValueError naming the file.
+    A .csv or .txt file whose first line is not numbers (a header such as ``loss``) is read
+    without that line; only the first line is ever skipped. The result is a float64 array of
+    shape (n,) or (n, d); anything else (an empty or 0-d file, a structured or complex array, a
+    directory) is a ValueError naming the file.
     """
     file = Path(path)
     if file.is_dir():
@@ -69,7 +73,11 @@ def load_samples(path: str) -> np.ndarray:
                     raise ValueError("it holds no arrays")
                 data = archive[archive.files[0]]
         else:
-            data = np.loadtxt(file, delimiter="," if suffix == ".csv" else None, ndmin=1)
+            delimiter = "," if suffix == ".csv" else None
+            skip = _header_lines(file, delimiter)
+            if skip and not any(line.strip() for line in file.read_text().splitlines()[1:]):
+                raise ValueError("it holds a header line and no numbers")
+            data = np.loadtxt(file, delimiter=delimiter, ndmin=1, skiprows=skip)
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {path}: {exc or type(exc).__name__}") from None
     data = np.asarray(data)
@@ -96,6 +104,12 @@ def _report(est, truth: float | None = None) -> dict:
     }
     if truth is not None:
         out["true_divergence"] = truth
+    if not est.certified_:
+        out["note"] = (
+            f"not certified: {type(est).__name__} has no certified bound here (from samples "
+            "alone it has no exact log ratio), so its lower_bound is 0 and its divergence a "
+            "plug-in estimate; --estimator dv or bernoulli certify a bound from samples"
+        )
     return out
 
 
@@ -131,6 +145,76 @@ def _cmd_estimate(args) -> int:
     est = _estimator(args).fit(X, Y)
     _print_report(_report(est), args.json)
     return 0
+
+
+def _scores_file(path: str) -> np.ndarray:
+    """One side's audit scores from a file: a 1-D array of finite numbers (errors name the file)."""
+    data = load_samples(path)
+    if data.ndim == 2 and data.shape[1] == 1:
+        data = data[:, 0]
+    if data.ndim != 1:
+        raise ValueError(f"{path} must hold one score per run (shape (n,)), got shape {data.shape}")
+    bad = np.flatnonzero(~np.isfinite(data))
+    if bad.size:
+        raise ValueError(f"{path} holds {bad.size} NaN or infinite score(s), the first at {bad[0]}")
+    return data
+
+
+def _cmd_evaluate(args) -> int:
+    from rdpest.auditing import evaluate
+
+    without, with_ = _scores_file(args.without), _scores_file(args.with_canary)
+    if len(without) != len(with_):
+        raise ValueError(
+            f"{args.without} has {len(without)} scores but {args.with_canary} has {len(with_)}: "
+            "an audit has as many runs with the canary as without"
+        )
+    try:
+        result = evaluate(
+            without,
+            with_,
+            args.claimed_epsilon,
+            alpha=args.alpha,
+            beta=args.beta,
+            estimators=_chosen_estimators(args),
+            random_state=args.seed,
+        )
+    except ValueError as exc:  # name the files, not the function's arguments
+        message = str(exc).replace("losses_without_canary", args.without)
+        raise ValueError(message.replace("losses_with_canary", args.with_canary)) from None
+    samples = {"without_canary": args.without, "with_canary": args.with_canary}
+    if args.json:
+        print(json.dumps(_compact(result, samples), indent=2))
+    else:
+        print(result.summary())
+        print(
+            f"runs used: {result.n_runs} per side, O from {args.without}, O' from "
+            f"{args.with_canary}"
+        )
+    return 0
+
+
+def _chosen_estimators(args) -> dict | None:
+    """The audit's default estimators named by ``--estimators`` (None: all of them)."""
+    if args.estimators is None:
+        return None
+    from rdpest.auditing import default_estimators
+
+    defaults = default_estimators(args.alpha, args.seed)
+    return {name: defaults[name] for name in args.estimators}
+
+
+def _compact(result, samples: dict) -> dict:
+    """An audit result for ``--json``: everything but the score arrays (those are in files)."""
+    payload = json.loads(result.to_json())
+    for key in ("format", "losses_without_canary", "losses_with_canary"):
+        payload.pop(key, None)
+    return {
+        "verdict": payload.pop("verdict"),
+        "n_runs": result.n_runs,
+        **payload,
+        "samples": samples,
+    }
 
 
 # The files an audit writes into --out, besides the run store's own.
@@ -196,6 +280,10 @@ def _cmd_audit(args) -> int:
         canary=args.canary,
         data=(X, y),
         beta=args.beta,
+        estimators=_chosen_estimators(args),
+        max_grad_norm=args.max_grad_norm,
+        learning_rate=args.learning_rate,
+        sample_rate=args.sample_rate,
         n_jobs=args.n_jobs,
         device=args.device,
         store=out,
@@ -219,7 +307,10 @@ def _cmd_audit(args) -> int:
     except ImportError as exc:
         figure = f"no plot ({exc})"
     if args.json:
-        print(result.to_json())
+        samples = {"without_canary": str(out / "O.npy"), "with_canary": str(out / "O_prime.npy")}
+        print(
+            json.dumps({**_compact(result, samples), "result": str(out / "result.json")}, indent=2)
+        )
     else:
         print(result.summary())
         print(f"result: {out / 'result.json'}; samples: {out / 'O.npy'}, {out / 'O_prime.npy'}")
@@ -241,17 +332,6 @@ def _describe_data(spec: str, X: np.ndarray) -> str:
     return f"{kind} from {path} ({size})"
 
 
-def _data_spec(text: str) -> str:
-    """argparse type of ``--data``: a well-formed ``KIND:PATH`` (the files are read later)."""
-    from rdpest.auditing.dpsgd.data import parse_data_spec
-
-    try:
-        kind, path = parse_data_spec(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return kind if path is None else f"{kind}:{path}"
-
-
 def _stop_workers() -> None:
     """Shut down joblib's worker processes at once (an interrupted audit leaves none behind)."""
     from joblib.externals.loky import get_reusable_executor
@@ -261,7 +341,13 @@ def _stop_workers() -> None:
 
 def _cmd_bench(args) -> int:
     harness = _benchmark_harness()
-    print(harness.main(Path(args.out), quick=args.quick, repetitions=args.repetitions))
+    out = Path(args.out)
+    print(harness.main(out, quick=args.quick, repetitions=args.repetitions))
+    print(
+        f"results: {out / 'results.md'}, {out / 'results.csv'}, {out / 'results.json'}; "
+        f"finished cells in {out / 'cells'}",
+        file=sys.stderr,  # stdout stays the table, for piping
+    )
     return 0
 
 
@@ -285,116 +371,25 @@ def _benchmark_harness():
     return module
 
 
-def _positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (a usage error otherwise)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+COMMANDS = {
+    "audit": _cmd_audit,
+    "evaluate": _cmd_evaluate,
+    "estimate": _cmd_estimate,
+    "bench": _cmd_bench,
+    "quickstart": _cmd_quickstart,
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rdpest", description="Estimate Rényi divergences and audit Rényi DP claims."
-    )
-    parser.add_argument(
-        "--traceback", action="store_true", help="show the full traceback of an error"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+class _StderrHandler(logging.StreamHandler):
+    """Writes to the current ``sys.stderr`` (so a redirected or captured stderr sees it)."""
 
-    audit = sub.add_parser(
-        "audit", help="audit Opacus DP-SGD on the embedded digits or on MNIST / CIFAR-10 files"
-    )
-    audit.add_argument("--runs", type=_positive_int, default=500, help="runs per arm (default 500)")
-    audit.add_argument(
-        "--max-runs",
-        type=_positive_int,
-        default=None,
-        help="sequential audit: train in rounds from --runs up to this many runs per arm, "
-        "stopping at the first certified violation (default: one round of --runs)",
-    )
-    audit.add_argument(
-        "--target-epsilon",
-        type=float,
-        default=None,
-        help="sequential audit: also stop once the audit detects epsilon_alpha >= this with 80%% "
-        "probability",
-    )
-    audit.add_argument("--alpha", type=float, default=2.0)
-    audit.add_argument("--beta", type=float, default=0.05)
-    claim = audit.add_mutually_exclusive_group()
-    claim.add_argument(
-        "--claimed-epsilon", type=float, default=None, help="claimed ε_α (default 1)"
-    )
-    claim.add_argument("--noise-multiplier", type=float, default=None, help="DP-SGD's sigma")
-    audit.add_argument("--steps", type=_positive_int, default=100, help="DP-SGD steps (full batch)")
-    audit.add_argument(
-        "--data",
-        type=_data_spec,
-        default="digits",
-        metavar="KIND:PATH",
-        help="data to audit on, from files you already have (nothing is downloaded): "
-        "mnist:DIR (MNIST's IDX files, maybe .gz), cifar10:DIR (CIFAR-10's binary version, "
-        "cifar-10-batches-bin), npz:FILE (arrays X and y, or x_train and y_train) or digits "
-        "(scikit-learn's embedded digits; the default)",
-    )
-    audit.add_argument(
-        "--model",
-        default="lr",
-        choices=["lr", "mlp", "cnn", "mnist_cnn", "cifar10_cnn"],
-        help="lr, mlp, cnn (small, for the 8x8 digits), mnist_cnn (1x28x28 images) or "
-        "cifar10_cnn (3x32x32 images) (default lr)",
-    )
-    audit.add_argument("--canary", default="blank", choices=["blank", "clipbkd"])
-    audit.add_argument("--out", default="rdpest-audit", help="directory for runs and results")
-    audit.add_argument("--n-jobs", type=int, default=-1, help="parallel workers (-1: all cores)")
-    audit.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    audit.add_argument("--seed", type=int, default=0)
-    audit.add_argument("--json", action="store_true", help="print the result as JSON")
-    audit.add_argument(
-        "--fail-on-violation",
-        action="store_true",
-        help=f"exit with status {EXIT_VIOLATION} when the verdict is a violation (for CI pipelines;"
-        " 0: no violation, 1: an error, 2: bad arguments)",
-    )
-    audit.set_defaults(func=_cmd_audit)
+    @property
+    def stream(self):
+        return sys.stderr
 
-    bench = sub.add_parser("bench", help="run the known-divergence benchmark")
-    bench.add_argument("--quick", action="store_true", help="two cells, 5 repetitions")
-    bench.add_argument(
-        "--repetitions", type=_positive_int, default=None, help="repetitions per cell"
-    )
-    bench.add_argument("--out", default="rdpest-bench", help="directory for the results")
-    bench.set_defaults(func=_cmd_bench)
-
-    quick = sub.add_parser("quickstart", help="estimate D_alpha of generated Gaussian samples")
-    quick.add_argument("--alpha", type=float, default=2.0)
-    quick.add_argument("--divergence", type=float, default=1.0, help="true D_alpha to generate")
-    quick.add_argument("--n", type=_positive_int, default=2000, help="samples per side")
-    quick.add_argument("--seed", type=int, default=0)
-    quick.add_argument("--json", action="store_true", help="machine-readable output")
-    quick.set_defaults(func=_cmd_quickstart)
-
-    est = sub.add_parser("estimate", help="estimate D_alpha between two samples read from files")
-    est.add_argument("samples_p", help="sample from P (.npy, .npz, .csv or .txt)")
-    est.add_argument("samples_q", help="sample from Q")
-    est.add_argument("--alpha", type=float, default=2.0)
-    est.add_argument("--beta", type=float, default=0.05)
-    est.add_argument("--estimator", default="dv", choices=sorted(ESTIMATORS))
-    est.add_argument("--direction", default="forward", choices=["forward", "reverse", "max"])
-    est.add_argument(
-        "--privacy-loss-bound",
-        type=float,
-        default=None,
-        help="B with |log p/q| <= B (hoeffding only)",
-    )
-    est.add_argument("--seed", type=int, default=0)
-    est.add_argument("--json", action="store_true", help="machine-readable output")
-    est.set_defaults(func=_cmd_estimate)
-    return parser
+    @stream.setter
+    def stream(self, value):
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -406,8 +401,18 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:  # no command: the help, and the usage error's status
+        parser.print_help()
+        return 2
+    logger = logging.getLogger("rdpest")
+    handler, level = None, logger.level
+    if args.verbose:
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("rdpest: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
     try:
-        return args.func(args)
+        return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print(f"rdpest {args.command}: interrupted", file=sys.stderr)
         return 130
@@ -422,6 +427,10 @@ def main(argv: list[str] | None = None) -> int:
             message = f"{type(exc).__name__}: {exc}"
         print(f"rdpest {args.command}: error: {message}", file=sys.stderr)
         return 1
+    finally:
+        if handler is not None:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
 
 
 if __name__ == "__main__":  # pragma: no cover

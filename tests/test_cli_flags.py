@@ -1,0 +1,213 @@
+"""The command line's conventions: --version, help and defaults, -v, the audit's DP-SGD flags,
+compact --json, rdpest evaluate on an audit's files, headered CSVs and uncertified notes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import types
+
+import numpy as np
+import pytest
+
+import rdpest
+from rdpest import cli
+from rdpest.cli import build_parser, load_samples, main
+
+AUDIT = ["audit", "--runs", "10", "--steps", "2", "--n-jobs", "1"]
+
+
+@pytest.fixture(scope="module")
+def audit_dir(tmp_path_factory):
+    """One tiny audit (10 runs per arm, 2 steps) with non-default DP-SGD flags and estimators."""
+    out = tmp_path_factory.mktemp("audit")
+    argv = [*AUDIT, "--max-grad-norm", "0.5", "--learning-rate", "0.5"]
+    assert main([*argv, "--estimators", "dv,bernoulli", "--out", str(out)]) == 0
+    return out
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"rdpest {rdpest.__version__}"
+
+
+def test_no_command_prints_the_help_with_status_2(capsys):
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    for command in ("audit", "evaluate", "estimate", "bench", "quickstart", "exit status"):
+        assert command in out
+
+
+def _subparsers():
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return parser, sub.choices
+
+
+def test_every_flag_has_help_and_shows_its_default():
+    parser, commands = _subparsers()
+    for name, command in [("rdpest", parser), *commands.items()]:
+        helps = " ".join(command.format_help().split()).replace("- ", "-")  # wrapped at hyphens
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            assert action.help, (name, action.option_strings or action.dest)
+            default = action.default
+            if action.option_strings and default not in (None, False, argparse.SUPPRESS):
+                assert f"(default: {default})" in helps or ("default" in action.help), (
+                    name,
+                    action.option_strings,
+                )
+
+
+def test_audit_passes_its_dpsgd_flags(monkeypatch, tmp_path, capsys):
+    seen = {}
+
+    class Recorder:
+        def __init__(self, **kwargs):
+            seen.update(kwargs)
+
+        def run(self):
+            raise RuntimeError("recorded")
+
+    monkeypatch.setattr("rdpest.auditing.dpsgd.DPSGDAuditor", Recorder)
+    argv = [*AUDIT, "--out", str(tmp_path), "--max-grad-norm", "0.7", "--learning-rate", "0.3"]
+    argv += ["--sample-rate", "0.25", "--estimators", "bernoulli, gdp_route"]
+    assert main(argv) == 1
+    assert "recorded" in capsys.readouterr().err
+    assert (seen["max_grad_norm"], seen["learning_rate"], seen["sample_rate"]) == (0.7, 0.3, 0.25)
+    assert list(seen["estimators"]) == ["bernoulli", "gdp_route"]
+    assert seen["estimators"]["gdp_route"].conversion == "gdp"
+
+
+def test_unknown_estimator_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([*AUDIT, "--out", str(tmp_path), "--estimators", "dv,markov"])
+    assert exit_.value.code == 2
+    assert "markov unknown" in capsys.readouterr().err
+
+
+def test_audit_records_its_flags(audit_dir):
+    result = json.loads((audit_dir / "result.json").read_text())
+    pipeline = result["config"]["pipeline"]
+    assert (pipeline["max_grad_norm"], pipeline["learning_rate"]) == (0.5, 0.5)
+    assert set(result["estimates"]) == {"dv", "bernoulli"}
+
+
+def test_verbose_shows_the_librarys_messages(audit_dir, capsys):
+    argv = [*AUDIT, "--max-grad-norm", "0.5", "--learning-rate", "0.5", "--out", str(audit_dir)]
+    argv += ["--estimators", "dv,bernoulli"]
+    assert main(argv) == 0
+    assert "resuming" not in capsys.readouterr().err  # silent without -v
+    assert main(["-v", *argv]) == 0
+    assert "rdpest: resuming: 20 runs already finished, 0 to go" in capsys.readouterr().err
+    assert main([*argv, "--verbose"]) == 0  # also after the command
+    assert "resuming" in capsys.readouterr().err
+
+
+def test_audit_json_is_compact(audit_dir, capsys):
+    argv = [*AUDIT, "--max-grad-norm", "0.5", "--learning-rate", "0.5", "--out", str(audit_dir)]
+    assert main([*argv, "--estimators", "dv,bernoulli", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "losses_with_canary" not in report and "losses_without_canary" not in report
+    assert report["n_runs"] == 10 and report["verdict"] in (
+        "violation",
+        "not_refuted",
+        "underpowered",
+    )
+    for key in ("estimates", "power", "config", "claimed_epsilon", "alpha", "beta", "rounds"):
+        assert key in report
+    assert report["samples"]["with_canary"] == str(audit_dir / "O_prime.npy")
+    assert report["result"] == str(audit_dir / "result.json")
+
+
+def test_evaluate_reproduces_the_audit_from_its_files(audit_dir, capsys):
+    result = json.loads((audit_dir / "result.json").read_text())
+    files = [str(audit_dir / "O.npy"), str(audit_dir / "O_prime.npy")]
+    argv = ["evaluate", *files, "--claim", "1", "--alpha", "2", "--estimators", "dv,bernoulli"]
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["estimates"] == result["estimates"]
+    assert report["power"] == result["power"]
+    assert report["verdict"] == result["verdict"] and report["n_runs"] == 10
+    assert report["samples"] == {"without_canary": files[0], "with_canary": files[1]}
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"verdict: {result['verdict'].upper().replace('_', ' ')}" in out
+    assert "10 runs with and 10 without" in out and "runs used: 10 per side" in out
+
+
+def test_evaluate_errors_name_the_file(tmp_path, capsys):
+    good, short, bad, wide = (tmp_path / f"{n}.csv" for n in ("good", "short", "bad", "wide"))
+    np.savetxt(good, np.linspace(0, 1, 20))
+    np.savetxt(short, np.linspace(0, 1, 12))
+    bad.write_text("\n".join(["1.0"] * 19 + ["nan"]))
+    np.savetxt(wide, np.ones((20, 2)), delimiter=",")
+    cases = [
+        (good, short, f"{good} has 20 scores but {short} has 12"),
+        (good, bad, f"{bad} holds 1 NaN or infinite score(s), the first at 19"),
+        (wide, good, f"{wide} must hold one score per run"),
+        (tmp_path / "missing.npy", good, "no such file"),
+    ]
+    for without, with_, needle in cases:
+        assert main(["evaluate", str(without), str(with_), "--claim", "1", "--alpha", "2"]) == 1
+        err = capsys.readouterr().err
+        assert "rdpest evaluate: error: " in err and needle in err, err
+    with pytest.raises(SystemExit) as exit_:  # the claim is required
+        main(["evaluate", str(good), str(good), "--alpha", "2"])
+    assert exit_.value.code == 2
+    assert main(["evaluate", str(good), str(good), "--claim", "1", "--alpha", "1"]) == 1
+    assert "alpha" in capsys.readouterr().err
+
+
+def test_headered_csv_skips_only_a_non_numeric_first_line(tmp_path):
+    headered = tmp_path / "h.csv"
+    headered.write_text("loss\n1.5\n2.5\n")
+    np.testing.assert_array_equal(load_samples(str(headered)), [1.5, 2.5])
+    plain = tmp_path / "p.csv"
+    plain.write_text("1.5\n2.5\n")
+    np.testing.assert_array_equal(load_samples(str(plain)), [1.5, 2.5])
+    two = tmp_path / "two.csv"
+    two.write_text("a,b\n1,2\n3,4\n")
+    assert load_samples(str(two)).shape == (2, 2)
+    only = tmp_path / "only.csv"
+    only.write_text("loss\n")
+    with pytest.raises(ValueError, match=r"only\.csv: it holds a header line and no numbers"):
+        load_samples(str(only))
+    broken = tmp_path / "broken.csv"  # a second non-numeric line is not skipped
+    broken.write_text("loss\nx\n1\n")
+    with pytest.raises(ValueError, match="cannot read"):
+        load_samples(str(broken))
+
+
+@pytest.mark.parametrize("name", ["markov", "dv"])
+def test_uncertified_estimates_carry_a_note(tmp_path, name, capsys):
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "p.npy", rng.normal(0.5, 1.0, 200))
+    np.save(tmp_path / "q.npy", rng.normal(0.0, 1.0, 200))
+    argv = ["estimate", str(tmp_path / "p.npy"), str(tmp_path / "q.npy"), "--estimator", name]
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert ("note" in report) is (name == "markov")
+    if name == "markov":
+        assert report["lower_bound"] == 0.0 and "not certified" in report["note"]
+        assert main(argv) == 0
+        assert "not certified" in capsys.readouterr().out
+
+
+def test_estimate_help_says_how_to_reproduce_an_audit(capsys):
+    with pytest.raises(SystemExit):
+        main(["estimate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "rdpest evaluate" in text and "shares beta" in text
+
+
+def test_bench_says_where_it_wrote(monkeypatch, tmp_path, capsys):
+    fake = types.SimpleNamespace(main=lambda out, quick, repetitions: "| table |")
+    monkeypatch.setattr(cli, "_benchmark_harness", lambda: fake)
+    assert main(["bench", "--quick", "--out", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "| table |\n"  # stdout is the table alone, for piping
+    assert f"results: {tmp_path / 'results.md'}" in captured.err
