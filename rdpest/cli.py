@@ -275,7 +275,7 @@ def _cmd_audit(args) -> int:
         steps=args.steps,
         n_runs=args.runs,
         max_runs=args.max_runs,
-        target_epsilon=args.target_epsilon,
+        power_target=args.power_target,
         model=args.model,
         canary=args.canary,
         data=(X, y),

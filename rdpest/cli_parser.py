@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         "stopping at the first certified violation (default: one round of --runs)",
     )
     audit.add_argument(
-        "--target-epsilon",
+        "--power-target",
         type=float,
         default=None,
         help="sequential audit: also stop once the audit detects epsilon_alpha >= this with 80%% "

@@ -157,7 +157,7 @@ AUDIT_SETTINGS = (
     "beta",
     "n_runs",
     "max_runs",
-    "target_epsilon",
+    "power_target",
     "estimators",
     "n_jobs",
     "random_state",
@@ -174,7 +174,7 @@ def check_audit_settings(
     n_jobs,
     random_state,
     max_runs=None,
-    target_epsilon=None,
+    power_target=None,
 ) -> dict:
     """Validate an audit's settings (everything but the score function); return its estimators.
 
@@ -198,10 +198,10 @@ def check_audit_settings(
             raise ValueError(
                 f"max_runs must be None or an integer >= n_runs={n_runs}, got {max_runs!r}"
             )
-    if target_epsilon is not None:
-        target = check_real(target_epsilon, "target_epsilon")
+    if power_target is not None:
+        target = check_real(power_target, "power_target")
         if not (math.isfinite(target) and target > 0):
-            raise ValueError(f"target_epsilon must be None or a finite number > 0, got {target}")
+            raise ValueError(f"power_target must be None or a finite number > 0, got {target}")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a nonzero integer, got {n_jobs!r}")
     if estimators is None:
@@ -250,9 +250,9 @@ class Auditor:
         whose certified bound exceeds the claim, each of the K rounds at level beta/K (a union
         bound keeps the false-violation probability at most beta). None: one round of
         ``n_runs`` (a fixed-size audit, level beta).
-    target_epsilon : float or None, default=None
+    power_target : float or None, default=None
         A sequential audit also stops, without a violation, once it detects ε_α >=
-        ``target_epsilon`` with 80% probability (``result.power``); if ``max_runs`` is spent
+        ``power_target`` with 80% probability (``result.power``); if ``max_runs`` is spent
         first, ``result.power["runs_needed"]`` says how many runs per side would reach it.
     estimators : dict of str to estimator, optional
         rdpest estimators (unfitted); default :func:`default_estimators`. Each is cloned, given
@@ -287,7 +287,7 @@ class Auditor:
         beta: float = 0.05,
         n_runs: int = 500,
         max_runs: int | None = None,
-        target_epsilon: float | None = None,
+        power_target: float | None = None,
         estimators: dict | None = None,
         n_jobs: int = 1,
         store=None,
@@ -301,7 +301,7 @@ class Auditor:
         self.beta = beta
         self.n_runs = n_runs
         self.max_runs = max_runs
-        self.target_epsilon = target_epsilon
+        self.power_target = power_target
         self.estimators = estimators
         self.n_jobs = n_jobs
         self.store = store
@@ -439,9 +439,9 @@ class Auditor:
     def _power_reached(self, result: AuditResult) -> bool:
         detectable = result.power.get("detectable_epsilon")
         return (
-            self.target_epsilon is not None
+            self.power_target is not None
             and detectable is not None
-            and detectable <= float(self.target_epsilon)
+            and detectable <= float(self.power_target)
         )
 
     def _finish(self, result, records, estimators, level, sizes) -> AuditResult:
@@ -450,14 +450,14 @@ class Auditor:
         result.rounds = records
         result.config["max_runs"] = int(sizes[-1])
         result.config["rounds_planned"] = list(sizes)
-        if self.target_epsilon is not None:
-            result.power["target_epsilon"] = float(self.target_epsilon)
+        if self.power_target is not None:
+            result.power["power_target"] = float(self.power_target)
             if result.verdict != "violation" and not self._power_reached(result):
                 result.power["runs_needed"] = runs_needed(
                     self._shares(estimators, level),
                     float(self.claimed_epsilon),
                     float(self.alpha),
-                    float(self.target_epsilon),
+                    float(self.power_target),
                     start=int(sizes[-1]),
                 )
         return result

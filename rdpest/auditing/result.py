@@ -79,7 +79,7 @@ class AuditResult:
     power : dict
         What the audit could have seen (:mod:`rdpest.auditing.power`): ``max_certifiable``,
         ``detectable_epsilon`` (None when nothing above the claim is detectable),
-        ``target_power`` and ``reference_model``; with a power target, ``target_epsilon`` and,
+        ``target_power`` and ``reference_model``; with a power target, ``power_target`` and,
         if it was not met, ``runs_needed``. Empty for results written before it existed.
     rounds : list of dict
         One record per round of the audit (a fixed-size audit has one): ``n_runs`` per side,

@@ -9,7 +9,7 @@ certified bound exceeds the claim. By a union bound over the K rounds the probab
 level on its own, and the critic may be retrained at every round). An audit that does not stop
 early spends only the rounds it ran; its power at the last round is reported at β/K.
 
-The audit may also stop WITHOUT a violation once its power target is met: ``target_epsilon``,
+The audit may also stop WITHOUT a violation once its power target is met: ``power_target``,
 the ε_α it should detect with 80% probability (:mod:`rdpest.auditing.power`). Stopping for power
 never raises the false-violation probability (it only forgoes later rounds).
 

@@ -42,8 +42,8 @@ def test_round_sizes_grow_to_the_maximum_in_whole_groups():
             round_sizes(60, bad.get("max_runs", 240), growth=bad.get("growth", 1.5))
     with pytest.raises(ValueError, match="max_runs must be None or an integer >= n_runs"):
         Auditor(GaussianMechanismScore(), 1.0, n_runs=100, max_runs=50).run()
-    with pytest.raises(ValueError, match="target_epsilon"):
-        Auditor(GaussianMechanismScore(), 1.0, n_runs=100, target_epsilon=-1.0).run()
+    with pytest.raises(ValueError, match="power_target"):
+        Auditor(GaussianMechanismScore(), 1.0, n_runs=100, power_target=-1.0).run()
 
 
 def test_a_violation_stops_the_audit_and_each_round_spends_beta_over_k():
@@ -75,7 +75,7 @@ def test_a_violation_stops_the_audit_and_each_round_spends_beta_over_k():
 
 def test_an_honest_audit_spends_its_budget_and_reports_its_power():
     honest = GaussianMechanismScore(noise_std=1.0)
-    result = _auditor(honest, target_epsilon=1.5).run()
+    result = _auditor(honest, power_target=1.5).run()
     assert result.verdict in {"not_refuted", "underpowered"}
     assert [r["n_runs"] for r in result.rounds] == round_sizes(60, 240)
     assert result.config["max_runs"] == 240 and result.n_runs == 240

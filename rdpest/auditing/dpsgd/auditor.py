@@ -58,8 +58,8 @@ class DPSGDAuditor:
     max_runs : int, optional
         Make the audit sequential: train in rounds up to ``max_runs`` runs per side and stop at
         the first certified violation (see :class:`rdpest.auditing.Auditor`).
-    target_epsilon : float, optional
-        A sequential audit also stops once it detects ε_α >= ``target_epsilon`` with 80%
+    power_target : float, optional
+        A sequential audit also stops once it detects ε_α >= ``power_target`` with 80%
         probability (see :class:`rdpest.auditing.Auditor`).
     model : {"lr", "mlp", "cnn", "mnist_cnn", "cifar10_cnn"} or callable, default="lr"
         Logistic regression, a one-hidden-layer MLP, a small CNN for 8×8 digits, the DP-SGD
@@ -130,7 +130,7 @@ class DPSGDAuditor:
         steps: int = 100,
         n_runs: int = 500,
         max_runs: int | None = None,
-        target_epsilon: float | None = None,
+        power_target: float | None = None,
         model="lr",
         canary="blank",
         canary_label: int | None = None,
@@ -157,7 +157,7 @@ class DPSGDAuditor:
         self.steps = steps
         self.n_runs = n_runs
         self.max_runs = max_runs
-        self.target_epsilon = target_epsilon
+        self.power_target = power_target
         self.model = model
         self.canary = canary
         self.canary_label = canary_label
