@@ -253,11 +253,11 @@ def _cmd_audit(args) -> int:
     from rdpest.utils.processes import end_with_parent
 
     out = Path(args.out)
-    if (args.claimed_epsilon is None) == (args.noise_multiplier is None):
-        if args.noise_multiplier is None:
-            args.claimed_epsilon = 1.0  # the default claim when neither is given
-        else:
-            raise ValueError("give only one of --claimed-epsilon and --noise-multiplier")
+    if (args.target_epsilon is None) != (args.target_delta is None):
+        raise ValueError("--target-epsilon and --target-delta are given together")
+    claims = (args.claimed_epsilon, args.noise_multiplier, args.target_epsilon)
+    if all(value is None for value in claims):
+        args.claimed_epsilon = 1.0  # the default claim when none is given
     _check_out_dir(out)
     X, y = load_data(args.data)  # before any training: a bad file ends here in one line
     print(
@@ -272,6 +272,8 @@ def _cmd_audit(args) -> int:
         alpha=args.alpha,
         noise_multiplier=args.noise_multiplier,
         claimed_epsilon=args.claimed_epsilon,
+        target_epsilon=args.target_epsilon,
+        target_delta=args.target_delta,
         steps=args.steps,
         n_runs=args.runs,
         max_runs=args.max_runs,

@@ -149,6 +149,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="DP-SGD's sigma; the claim is then its RDP accounting (default: solved for the claim)",
     )
+    claim.add_argument(
+        "--target-epsilon",
+        type=float,
+        default=None,
+        help="the claim as Opacus's (epsilon, delta) budget, with --target-delta: sigma is "
+        "Opacus's get_noise_multiplier for it and the audited claim its epsilon_alpha",
+    )
+    audit.add_argument(
+        "--target-delta",
+        type=float,
+        default=None,
+        help="delta of --target-epsilon (default: none)",
+    )
     audit.add_argument("--steps", type=_positive_int, default=100, help="DP-SGD steps")
     audit.add_argument(
         "--max-grad-norm", type=float, default=1.0, help="DP-SGD's per-example clipping norm C"

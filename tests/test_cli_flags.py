@@ -211,3 +211,33 @@ def test_bench_says_where_it_wrote(monkeypatch, tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == "| table |\n"  # stdout is the table alone, for piping
     assert f"results: {tmp_path / 'results.md'}" in captured.err
+
+
+def test_audit_takes_opacus_epsilon_delta_as_the_claim(capsys, tmp_path):
+    # Opacus's vocabulary: (epsilon, delta) solved to sigma by Opacus's get_noise_multiplier;
+    # the audited claim is that sigma's epsilon_alpha, and Opacus's own accountant gives back
+    # at most the asked epsilon (get_noise_multiplier's tolerance is 0.01).
+    from opacus.accountants import RDPAccountant
+
+    from rdpest.auditing import DPSGDAuditor
+
+    audit = DPSGDAuditor(target_epsilon=8.0, target_delta=1e-5, steps=100)
+    config, claimed = audit._config_and_claim()
+    accountant = RDPAccountant()
+    accountant.history = [(config.noise_multiplier, 1.0, 100)]
+    assert 7.99 <= accountant.get_epsilon(1e-5) <= 8.0
+    assert claimed == pytest.approx(2.0 * 100 / (2 * config.noise_multiplier**2), rel=1e-9)
+    for bad, match in [
+        ({"target_epsilon": 8.0}, "together"),
+        ({"target_epsilon": 8.0, "target_delta": 1.5}, "target_delta"),
+        ({"target_epsilon": 8.0, "target_delta": 1e-5, "noise_multiplier": 1.0}, "exactly one"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            DPSGDAuditor(**bad)._config_and_claim()
+    argv = ["audit", "--runs", "10", "--steps", "2", "--n-jobs", "1", "--out", str(tmp_path)]
+    assert main([*argv, "--target-epsilon", "8", "--target-delta", "1e-5", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    sigma = report["config"]["pipeline"]["noise_multiplier"]
+    assert report["claimed_epsilon"] == pytest.approx(2.0 * 2 / (2 * sigma**2), rel=1e-9)
+    assert main([*argv[:-1], str(tmp_path / "b"), "--target-epsilon", "8"]) == 1
+    assert "together" in capsys.readouterr().err

@@ -32,6 +32,7 @@ from rdpest.utils.validation import (
     check_alpha,
     check_int,
     check_positive,
+    check_real,
 )
 
 __all__ = ["DPSGDAuditor"]
@@ -48,9 +49,15 @@ class DPSGDAuditor:
         Rényi order of the audited claim.
     noise_multiplier : float, optional
         DP-SGD's σ; the claim is then ε_α of these settings by Opacus's RDP analysis. Give
-        exactly one of ``noise_multiplier`` and ``claimed_epsilon``.
+        exactly one of ``noise_multiplier``, ``claimed_epsilon`` and ``target_epsilon`` (with
+        ``target_delta``).
     claimed_epsilon : float, optional
         The ε_α the training claims: σ is solved with Opacus's RDP analysis so that it holds.
+    target_epsilon, target_delta : float, optional
+        The claim in Opacus's (ε, δ) vocabulary, as ``PrivacyEngine.make_private_with_epsilon``
+        takes it: σ is what Opacus's ``get_noise_multiplier`` solves for (ε, δ) at these
+        ``steps`` and ``sample_rate`` with its RDP accountant, and the audited claim is ε_α of
+        that σ (Opacus's RDP analysis at order ``alpha``).
     steps : int, default=100
         Number of DP-SGD steps (full-batch steps at ``sample_rate=1``).
     n_runs : int, default=500
@@ -127,6 +134,8 @@ class DPSGDAuditor:
         noise_multiplier: float | None = None,
         claimed_epsilon: float | None = None,
         *,
+        target_epsilon: float | None = None,
+        target_delta: float | None = None,
         steps: int = 100,
         n_runs: int = 500,
         max_runs: int | None = None,
@@ -154,6 +163,8 @@ class DPSGDAuditor:
         self.alpha = alpha
         self.noise_multiplier = noise_multiplier
         self.claimed_epsilon = claimed_epsilon
+        self.target_epsilon = target_epsilon
+        self.target_delta = target_delta
         self.steps = steps
         self.n_runs = n_runs
         self.max_runs = max_runs
@@ -186,10 +197,17 @@ class DPSGDAuditor:
         or by :class:`DPSGDConfig`.
         """
         alpha = check_alpha(self.alpha)
-        if (self.noise_multiplier is None) == (self.claimed_epsilon is None):
-            raise ValueError("give exactly one of noise_multiplier and claimed_epsilon")
+        dp_claim = self.target_epsilon is not None or self.target_delta is not None
+        given = (self.noise_multiplier is not None) + (self.claimed_epsilon is not None) + dp_claim
+        if given != 1:
+            raise ValueError(
+                "give exactly one of noise_multiplier, claimed_epsilon and "
+                "(target_epsilon, target_delta)"
+            )
         if self.noise_multiplier is not None:
             sigma = check_positive(self.noise_multiplier, "noise_multiplier")
+        elif dp_claim:
+            sigma = self._sigma_for_dp_claim()
         else:
             target = check_positive(self.claimed_epsilon, "claimed_epsilon")
             sigma = noise_multiplier_for_epsilon_alpha(target, self.sample_rate, self.steps, alpha)
@@ -203,6 +221,34 @@ class DPSGDAuditor:
         )
         claimed = dpsgd_epsilon_alpha(sigma, config.sample_rate, config.steps, alpha)
         return config, claimed
+
+    def _sigma_for_dp_claim(self) -> float:
+        """σ for the (``target_epsilon``, ``target_delta``) claim, solved by Opacus."""
+        from opacus.accountants.utils import get_noise_multiplier
+
+        if self.target_epsilon is None or self.target_delta is None:
+            raise ValueError("target_epsilon and target_delta are given together")
+        epsilon = check_positive(self.target_epsilon, "target_epsilon")
+        delta = check_real(self.target_delta, "target_delta")
+        if not 0.0 < delta < 1.0:
+            raise ValueError(f"target_delta must lie in (0, 1), got {self.target_delta!r}")
+        # steps and sample_rate as DPSGDConfig checks them (sigma is a placeholder here)
+        check = DPSGDConfig(1.0, steps=self.steps, sample_rate=self.sample_rate)
+        try:
+            return float(
+                get_noise_multiplier(
+                    target_epsilon=epsilon,
+                    target_delta=delta,
+                    sample_rate=check.sample_rate,
+                    steps=check.steps,
+                    accountant="rdp",
+                )
+            )
+        except ValueError as exc:  # e.g. a budget no finite noise reaches
+            raise ValueError(
+                f"Opacus found no noise multiplier for (epsilon, delta) = ({epsilon}, {delta}) "
+                f"at {check.steps} steps and sample rate {check.sample_rate}: {exc}"
+            ) from None
 
     def _data(self):
         if self.data is None:
