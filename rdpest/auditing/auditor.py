@@ -32,6 +32,7 @@ from sklearn.base import clone
 from tqdm.auto import tqdm
 
 from rdpest.auditing.identity import score_fn_identity
+from rdpest.auditing.membership import membership_readouts
 from rdpest.auditing.power import audit_power, runs_needed, verdict_of
 from rdpest.auditing.result import AuditResult, provenance
 from rdpest.auditing.sequential import round_sizes
@@ -508,7 +509,19 @@ class Auditor:
             },
             provenance=provenance(),
             power=power,
+            membership=self._membership(without, with_, beta),
         )
+
+    def _membership(self, without, with_, beta: float) -> dict:
+        """The membership-inference readouts (:mod:`rdpest.auditing.membership`) at level ``beta``.
+
+        A readout, not part of the verdict: its ε bound has its own level ``beta`` (the round's
+        level, so a sequential audit's rounds stay covered by a union bound) and does not take a
+        share of the certified estimators' β. Empty when an arm has too few runs to split.
+        """
+        if min(len(without), len(with_)) < 2:
+            return {}
+        return membership_readouts(without, with_, beta=beta, random_state=int(self.random_state))
 
 
 def _round_record(number: int, result: AuditResult, level: float) -> dict:

@@ -88,6 +88,12 @@ class AuditResult:
     provenance : dict
         Versions of rdpest, Python, numpy, torch and Opacus and the UTC time the result was made
         (:func:`provenance`).
+    membership : dict
+        Membership-inference readouts (:func:`rdpest.auditing.membership.membership_readouts`):
+        ``auroc`` and ``tpr_at_fpr`` (point estimates), ``epsilon_lower_bound`` (certified lower
+        bound on ε of (ε, δ)-DP at ``delta``, level 1 − its own ``beta``; a readout that never
+        decides the verdict), ``side`` and the rest of the certificate. Empty for results
+        written before it existed.
 
     Examples
     --------
@@ -109,6 +115,7 @@ class AuditResult:
     provenance: dict[str, Any] = field(default_factory=dict)
     power: dict[str, Any] = field(default_factory=dict)
     rounds: list[dict[str, Any]] = field(default_factory=list)
+    membership: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_runs(self) -> int:
@@ -129,6 +136,7 @@ class AuditResult:
             "provenance": self.provenance,
             "power": self.power,
             "rounds": self.rounds,
+            "membership": self.membership,
         }
         text = json.dumps(payload, indent=2, default=_jsonable)
         if path is not None:
@@ -189,6 +197,8 @@ class AuditResult:
                 f"{self.rounds[-1]['beta']:.3g}; certified bound after each round: "
                 + ", ".join(f"{r['lower_bound']:.3f}" for r in self.rounds)
             )
+        if self.membership:
+            lines.append(membership_line(self.membership))
         lines.append(f"verdict: {self.verdict.upper().replace('_', ' ')}")
         lines.append(self.verdict_sentence())
         return "\n".join(lines)
@@ -415,4 +425,48 @@ def _checked_payload(payload: dict, where: str) -> dict[str, Any]:
             for key in ("config", "provenance", "power")
         },
         "rounds": rounds if isinstance(rounds := payload.get("rounds", []), list) else [],
+        "membership": _checked_membership(payload.get("membership", {}), where),
     }
+
+
+#: The keys a result's membership readouts must have (when it has any).
+_MEMBERSHIP_KEYS = ("auroc", "tpr_at_fpr", "epsilon_lower_bound", "delta", "beta")
+
+
+def _checked_membership(value, where: str) -> dict[str, Any]:
+    """A payload's membership readouts: {} (older results) or a dict with numeric readouts."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{where}: 'membership' must be an object, got {type(value).__name__}")
+    if not value:
+        return {}
+    missing = [key for key in _MEMBERSHIP_KEYS if key not in value]
+    if missing:
+        raise ValueError(f"{where}: 'membership' has no {', '.join(map(repr, missing))}")
+    numbers = [value[k] for k in _MEMBERSHIP_KEYS if k != "tpr_at_fpr"]
+    rates = value["tpr_at_fpr"]
+    if not isinstance(rates, dict):
+        raise ValueError(f"{where}: membership 'tpr_at_fpr' must be an object")
+    if not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in [*numbers, *rates.values()]
+    ):
+        raise ValueError(f"{where}: the membership readouts must be numbers")
+    return value
+
+
+def membership_line(membership: dict) -> str:
+    """The summary's line on the membership-inference readouts.
+
+    Examples
+    --------
+    >>> line = membership_line({"auroc": 0.75, "tpr_at_fpr": {"0.01": 0.1},
+    ...                         "epsilon_lower_bound": 0.5, "delta": 1e-5, "beta": 0.05})
+    >>> line.split("; ")[0]
+    'membership inference: AUROC 0.750, TPR 0.100 at 1% FPR (point estimates)'
+    """
+    tpr = membership["tpr_at_fpr"].get("0.01")
+    at = "n/a" if tpr is None else f"{tpr:.3f}"
+    return (
+        f"membership inference: AUROC {membership['auroc']:.3f}, TPR {at} at 1% FPR (point "
+        f"estimates); certified (ε, δ = {membership['delta']:g}) lower bound ε >= "
+        f"{membership['epsilon_lower_bound']:.3f} at level {1 - membership['beta']:.3g}"
+    )
