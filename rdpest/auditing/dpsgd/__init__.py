@@ -7,8 +7,11 @@
 - :mod:`~rdpest.auditing.dpsgd.canaries`, :mod:`~rdpest.auditing.dpsgd.models`,
   :mod:`~rdpest.auditing.dpsgd.data`: canaries and their loss, built-in models, data loading.
 - :mod:`~rdpest.auditing.dpsgd.auditor`: :class:`DPSGDAuditor`, the whole audit.
+- :mod:`~rdpest.auditing.dpsgd.adapter`: :class:`OpacusTraining`, :func:`with_canary` and
+  :func:`epsilon_alpha_from_opacus`, to audit a user's own Opacus training function.
 """
 
+from rdpest.auditing.dpsgd.adapter import OpacusTraining, epsilon_alpha_from_opacus, with_canary
 from rdpest.auditing.dpsgd.auditor import DPSGDAuditor
 
-__all__ = ["DPSGDAuditor"]
+__all__ = ["DPSGDAuditor", "OpacusTraining", "epsilon_alpha_from_opacus", "with_canary"]
