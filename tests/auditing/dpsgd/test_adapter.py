@@ -1,0 +1,307 @@
+"""Auditing your own Opacus training: the adapter, the canary view, the claim, the guide."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import re
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from opacus import PrivacyEngine
+from opacus.accountants import GaussianAccountant, PRVAccountant, RDPAccountant
+from opacus.accountants.analysis.rdp import compute_rdp
+from torch.utils.data import DataLoader, TensorDataset
+
+from rdpest.auditing import Auditor
+from rdpest.auditing.dpsgd import OpacusTraining, epsilon_alpha_from_opacus, with_canary
+from rdpest.auditing.identity import score_fn_identity
+from rdpest.stats.conversions import dpsgd_epsilon_alpha
+
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "guide" / "own_opacus.rst"
+
+_ROWS = torch.randn(32, 3, generator=torch.Generator().manual_seed(1))
+DATA = TensorDataset(_ROWS, (_ROWS[:, 0] > 0).long())
+CANARY = (torch.full((3,), 2.0), 1)
+
+
+def _quiet():
+    warnings.filterwarnings("ignore", message="Secure RNG turned off")
+    warnings.filterwarnings("ignore", message="Full backward hook is firing")
+
+
+def train_full_batch(dataset, seed):
+    """Full-batch DP-SGD, 3 steps; the seed picks the noise generator."""
+    _quiet()
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    loader = DataLoader(dataset, batch_size=len(dataset))
+    engine = PrivacyEngine(accountant="rdp")
+    model, optimizer, loader = engine.make_private(
+        module=model,
+        optimizer=optimizer,
+        data_loader=loader,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        poisson_sampling=False,
+        noise_generator=torch.Generator().manual_seed(seed),
+    )
+    for _ in range(3):
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            optimizer.step()
+    return model, engine
+
+
+def train_ignoring_seed(dataset, seed):
+    """A training that draws from torch's global generator only (initialisation, noise)."""
+    _quiet()
+    model = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        model.weight.add_(torch.randn_like(model.weight))
+    return model
+
+
+def train_default_poisson(dataset, seed):
+    """Opacus's default Poisson sampling at 1 / len(data_loader): the sample-rate trap."""
+    _quiet()
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(dataset, batch_size=8)
+    engine = PrivacyEngine(accountant="rdp")
+    model, optimizer, loader = engine.make_private(
+        module=model,
+        optimizer=optimizer,
+        data_loader=loader,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+    )
+    for xb, yb in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(xb), yb).backward()
+        optimizer.step()
+    return model, engine
+
+
+def zero_one_loss(model, x, y):
+    return float(model(x[None]).argmax(1).item() != int(y))
+
+
+# ------------------------------------------------------------------------------ with_canary
+
+
+def test_with_canary_appends_one_example_of_the_data_sets_types():
+    full = with_canary(DATA, np.array([1.0, 2.0, 3.0]), 1)
+    assert len(full) == len(DATA) + 1
+    x, y = full[len(DATA)]
+    assert x.dtype == torch.float32 and x.tolist() == [1.0, 2.0, 3.0]
+    assert y.dtype == torch.int64 and int(y) == 1
+    assert torch.equal(full[0][0], DATA[0][0])
+    assert torch.equal(full[-1][0], x)
+    batches = list(DataLoader(full, batch_size=len(full)))
+    assert batches[0][0].shape == (len(DATA) + 1, 3)
+    clone = pickle.loads(pickle.dumps(full))
+    assert torch.equal(clone[len(DATA)][0], x)
+
+
+def test_with_canary_refuses_what_it_cannot_extend():
+    with pytest.raises(ValueError, match="shape"):
+        with_canary(DATA, np.zeros(4), 1)
+    with pytest.raises(ValueError, match="empty"):
+        with_canary(TensorDataset(torch.zeros(0, 3), torch.zeros(0)), np.zeros(3), 1)
+    with pytest.raises(ValueError, match="pairs"):
+        with_canary(TensorDataset(torch.zeros(2, 3)), np.zeros(3), 1)
+    with pytest.raises(ValueError, match="map-style"):
+        with_canary(object(), np.zeros(3), 1)
+
+
+# ------------------------------------------------------------------------------ the claim
+
+
+def _accountant(cls, entries):
+    accountant = cls()
+    for sigma, rate, steps in entries:
+        for _ in range(steps):
+            accountant.step(noise_multiplier=sigma, sample_rate=rate)
+    return accountant
+
+
+@pytest.mark.parametrize("alpha", [2.0, 3.5])
+def test_full_batch_claim_is_alpha_t_over_two_sigma_squared(alpha):
+    accountant = _accountant(RDPAccountant, [(2.0, 1.0, 8)])
+    claim = epsilon_alpha_from_opacus(accountant, alpha)
+    assert claim == pytest.approx(dpsgd_epsilon_alpha(2.0, 1.0, 8, alpha), rel=1e-12)
+    assert claim == pytest.approx(alpha * 8 / (2 * 2.0**2), rel=1e-12)
+
+
+def test_poisson_claim_composes_opacus_rdp_over_the_history():
+    entries = [(1.1, 0.05, 20), (0.8, 0.1, 5)]
+    expected = sum(
+        float(compute_rdp(q=q, noise_multiplier=s, steps=t, orders=[3.0])[0]) for s, q, t in entries
+    )
+    accountant = _accountant(RDPAccountant, entries)
+    assert epsilon_alpha_from_opacus(accountant, 3.0) == pytest.approx(expected, rel=1e-12)
+    assert epsilon_alpha_from_opacus(list(accountant.history), 3.0) == pytest.approx(
+        expected, rel=1e-12
+    )
+    with warnings.catch_warnings():
+        _quiet()
+        engine = PrivacyEngine(accountant="rdp")
+    engine.accountant = accountant
+    assert epsilon_alpha_from_opacus(engine, 3.0) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("cls", [PRVAccountant, GaussianAccountant])
+def test_other_accountants_are_refused_but_their_history_converts(cls):
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="GDP accounting is experimental")
+        accountant = _accountant(cls, [(1.0, 0.1, 10)])
+    with pytest.raises(ValueError, match="not the RDP epsilon_alpha"):
+        epsilon_alpha_from_opacus(accountant, 2.0)
+    assert epsilon_alpha_from_opacus(accountant.history, 2.0) == pytest.approx(
+        dpsgd_epsilon_alpha(1.0, 0.1, 10, 2.0), rel=1e-12
+    )
+
+
+def test_claim_errors_are_clear():
+    with pytest.raises(ValueError, match="no steps"):
+        epsilon_alpha_from_opacus(RDPAccountant(), 2.0)
+    with pytest.raises(ValueError, match="history entry 0"):
+        epsilon_alpha_from_opacus([(0.0, 1.0, 3)], 2.0)
+    with pytest.raises(ValueError, match="PrivacyEngine"):
+        epsilon_alpha_from_opacus("rdp", 2.0)
+    with pytest.raises(ValueError):
+        epsilon_alpha_from_opacus([(1.0, 1.0, 3)], 1.0)
+
+
+# ------------------------------------------------------------------------------ the adapter
+
+
+def test_scores_are_the_canarys_loss_reproducible_and_picklable():
+    score_fn = OpacusTraining(train_full_batch, DATA, CANARY)
+    first = score_fn(True, 5)
+    assert isinstance(first, float) and math.isfinite(first)
+    assert score_fn(True, 5) == first
+    assert score_fn(True, 6) != first
+    clone = pickle.loads(pickle.dumps(score_fn))
+    assert clone(True, 5) == first
+    custom = OpacusTraining(train_full_batch, DATA, CANARY, loss_fn=zero_one_loss)
+    assert custom(False, 5) in (0.0, 1.0)
+
+
+def test_the_global_rng_is_seeded_and_the_callers_left_alone():
+    score_fn = OpacusTraining(train_ignoring_seed, DATA, CANARY)
+    state = torch.get_rng_state()
+    a, b = score_fn(False, 1), score_fn(False, 1)
+    assert a == b != score_fn(False, 2)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_canary_arm_trains_on_the_data_with_the_canary():
+    seen = []
+
+    class Recording:
+        def __call__(self, dataset, seed):
+            seen.append(len(dataset))
+            return torch.nn.Linear(3, 2)
+
+    score_fn = OpacusTraining(Recording(), DATA, CANARY)
+    score_fn(False, 0)
+    score_fn(True, 0)
+    assert seen == [len(DATA), len(DATA) + 1]
+
+
+def test_describe_names_the_training_the_data_and_the_canary():
+    described = OpacusTraining(train_full_batch, DATA, CANARY).describe()
+    assert described["train_fn"]["function"].endswith("test_adapter.train_full_batch")
+    assert described["data"] == OpacusTraining(train_full_batch, DATA, CANARY).describe()["data"]
+    other = OpacusTraining(train_full_batch, DATA, (torch.zeros(3), 1)).describe()
+    assert other["canary_sha256"] != described["canary_sha256"]
+    assert score_fn_identity(OpacusTraining(train_full_batch, DATA, CANARY)) == described
+    subset = torch.utils.data.Subset(DATA, range(10))
+    with pytest.raises(ValueError, match="data_id"):
+        OpacusTraining(train_full_batch, subset, CANARY).describe()
+    named = OpacusTraining(train_full_batch, subset, CANARY, data_id="first ten").describe()
+    assert named["data"] == "first ten"
+    with pytest.raises(ValueError, match="train_fn"):
+        OpacusTraining(lambda d, s: torch.nn.Linear(3, 2), DATA, CANARY).describe()
+
+
+def test_adapter_errors_are_clear():
+    with pytest.raises(ValueError, match="train_fn must be callable"):
+        OpacusTraining(None, DATA, CANARY)
+    with pytest.raises(ValueError, match="canary must be a tuple"):
+        OpacusTraining(train_full_batch, DATA, torch.zeros(3))
+    with pytest.raises(ValueError, match="shape"):
+        OpacusTraining(train_full_batch, DATA, (torch.zeros(5), 1))
+    with pytest.raises(ValueError, match="must return the trained"):
+        OpacusTraining(returns_a_number, DATA, CANARY)(True, 0)
+    with pytest.raises(ValueError, match="include_canary"):
+        OpacusTraining(train_full_batch, DATA, CANARY)(1, 0)
+    with pytest.raises(ValueError, match="check_accounting needs"):
+        OpacusTraining(train_ignoring_seed, DATA, CANARY).check_accounting()
+
+
+def returns_a_number(dataset, seed):
+    return 1.0
+
+
+def test_the_sample_rate_trap_warns_with_both_rates():
+    score_fn = OpacusTraining(train_default_poisson, DATA, CANARY)
+    with pytest.warns(UserWarning, match=r"\[0\.25\].*\[0\.2\]"):
+        without, with_ = score_fn.check_accounting()
+    assert without[0][1] == 0.25 and with_[0][1] == 0.2
+    score_fn(False, 0)
+    with pytest.warns(UserWarning, match="accounting differs"):
+        score_fn(True, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _quiet()
+        OpacusTraining(train_full_batch, DATA, CANARY).check_accounting()
+
+
+def test_audit_with_two_workers_matches_one():
+    score_fn = OpacusTraining(train_full_batch, DATA, CANARY)
+    one = Auditor(score_fn, 1.0, n_runs=4, progress=False, estimators=_bernoulli())
+    two = Auditor(score_fn, 1.0, n_runs=4, progress=False, estimators=_bernoulli(), n_jobs=2)
+    assert np.array_equal(one.collect()[1], two.collect()[1])
+
+
+def _bernoulli():
+    from rdpest import BernoulliTPRFPRBaseline
+
+    return {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=0)}
+
+
+# ------------------------------------------------------------------------------ the guide page
+
+
+def _guide_blocks() -> list[str]:
+    text = GUIDE.read_text(encoding="utf-8")
+    blocks = re.findall(r"\.\. code-block:: python\n\n((?:   .*\n|\n)+)", text)
+    return [textwrap.dedent(block) for block in blocks]
+
+
+def test_the_guide_example_runs(capsys):
+    """The page's complete example, exactly as printed, audits its training end to end."""
+    blocks = _guide_blocks()
+    assert len(blocks) == 2
+    namespace = {"__name__": "own_opacus_guide"}
+    with warnings.catch_warnings():
+        _quiet()
+        exec(compile(blocks[0], str(GUIDE), "exec"), namespace)
+    claim, verdict = capsys.readouterr().out.split()
+    assert float(claim) == pytest.approx(dpsgd_epsilon_alpha(1.0, 0.25, 8, 2.0), abs=1e-4)
+    assert verdict in ("underpowered", "not_refuted")
+    assert namespace["without"] == namespace["with_"] == [(1.0, 0.25, 8)]
+
+
+def test_the_guides_own_data_example_builds_its_auditor():
+    namespace = {"__name__": "own_opacus_guide_data"}
+    exec(compile(_guide_blocks()[1], str(GUIDE), "exec"), namespace)
+    assert namespace["auditor"].model is namespace["two_layer"]
