@@ -1,0 +1,236 @@
+"""Membership-inference readouts of an audit (rdpest.auditing.membership).
+
+The certified (ε, δ) lower bound is tested like every certificate in rdpest (tests/README.md):
+coverage cells whose truth is known exactly, and positive controls (invalid variants that the
+same assertion must fail). The truth: scores O ~ N(0, 1) and O′ ~ N(μ, 1) are the outputs of a
+Gaussian mechanism, μ-GDP, whose exact (ε, δ) curve is
+δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth & Su 2019, Cor. 2.13); the true ε at δ is
+its root, found with brentq. Under P = Q (μ = 0) the truth is ε = 0 at every δ > 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize, stats
+
+from rdpest import BernoulliTPRFPRBaseline
+from rdpest.auditing import AuditResult, evaluate
+from rdpest.auditing.membership import (
+    MEMBERSHIP_FPRS,
+    _certified_epsilon,
+    epsilon_from_rates,
+    membership_readouts,
+)
+from rdpest.stats.threshold_tests import positives
+from tests.helpers import (
+    COVERAGE_PVALUE,
+    assert_coverage,
+    coverage_power,
+    repetitions_for_power,
+)
+
+#: (beta, repetitions, scores per arm) of the coverage cells and controls: R detects a miss rate
+#: of 2β with power >= 0.8 (checked below).
+BETA = 0.1
+REPETITIONS = repetitions_for_power(BETA)
+N = 1000
+
+#: (μ, δ) of the coverage cells: the default δ = 1e-5 users run; δ = 0.05, where the optimal
+#: test sits in the bulk and the certificate comes closest to the truth; and P = Q, where any
+#: positive bound is a miss. At R = 300 and β = 0.1 the assertion rejects from 54 misses on.
+CELLS = [(1.0, 1e-5), (1.0, 0.05), (0.0, 1e-5)]
+
+
+def true_epsilon(mu: float, delta: float) -> float:
+    """The ε at which the μ-GDP curve reaches δ (0 if δ already exceeds δ(0) = TV distance)."""
+    if mu == 0.0:
+        return 0.0
+
+    def excess(eps):
+        return (
+            stats.norm.cdf(-eps / mu + mu / 2)
+            - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+            - delta
+        )
+
+    return 0.0 if excess(0.0) <= 0 else optimize.brentq(excess, 0.0, 60.0, xtol=1e-12)
+
+
+def _scores(rep: int, mu: float, n: int = N):
+    rng = np.random.default_rng(7000 + rep)
+    return rng.normal(0.0, 1.0, n), rng.normal(mu, 1.0, n)  # O, O′
+
+
+def test_true_epsilon_matches_the_gdp_conversion():
+    """The test's truth agrees with rdpest's own μ-GDP conversion (two independent codes)."""
+    from rdpest.stats.conversions import gdp_epsilon
+
+    assert true_epsilon(1.0, 1e-5) == pytest.approx(gdp_epsilon(delta=1e-5, mu=1.0), rel=1e-6)
+
+
+def test_repetitions_detect_twice_beta_with_power():
+    """Bug caught: coverage cells whose R was cut so far that a miss rate of 2β slips through."""
+    assert coverage_power(REPETITIONS, BETA, 2 * BETA) >= 0.8
+
+
+@pytest.mark.parametrize(("mu", "delta"), CELLS)
+def test_certified_epsilon_covers_the_truth(mu, delta):
+    """The readout an audit reports, in R seeded repetitions: ε_lo > true ε in at most a β
+    fraction. Measured misses/R with these seeds: 0/300 (μ = 1, δ = 1e-5, true ε 4.377),
+    3/300 (μ = 1, δ = 0.05, true ε 1.569), 1/300 (P = Q, true ε 0)."""
+    truth = true_epsilon(mu, delta)
+    misses = 0
+    for rep in range(REPETITIONS):
+        without, with_ = _scores(rep, mu)
+        r = membership_readouts(without, with_, delta=delta, beta=BETA, random_state=rep)
+        misses += r["epsilon_lower_bound"] > truth
+    assert_coverage(misses, REPETITIONS, BETA)
+
+
+def _plug_in_epsilon(train_p, train_q, test_p, test_q, delta, beta) -> float:
+    """INVALID by construction: the threshold from the training part, but the certifying part's
+    plug-in rates instead of their Clopper–Pearson limits."""
+    chosen = _certified_epsilon(train_p, train_q, test_p, test_q, delta, beta)
+    tpr = np.mean(positives(test_p, chosen["threshold"], chosen["side"]))
+    fpr = np.mean(positives(test_q, chosen["threshold"], chosen["side"]))
+    return float(epsilon_from_rates(tpr, fpr, delta))
+
+
+def _peeking_epsilon(train_p, train_q, test_p, test_q, delta, beta) -> float:
+    """INVALID by construction: threshold and side chosen on the certifying scores themselves."""
+    return _certified_epsilon(test_p, test_q, test_p, test_q, delta, beta)["epsilon_lower_bound"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("variant", "mu", "delta"),
+    [(_peeking_epsilon, 0.0, 1e-5), (_plug_in_epsilon, 0.0, 1e-5), (_plug_in_epsilon, 1.0, 0.05)],
+    ids=["peeking-null", "plug-in-null", "plug-in-gaussian"],
+)
+def test_invalid_variants_are_caught(variant, mu, delta):
+    """Positive controls: the assertion that passes the certificate FAILS each invalid variant on
+    the same samples and splits. Measured misses/300 with these seeds (valid vs invalid): P = Q,
+    3 vs 97 (peeking) and 3 vs 118 (plug-in); μ = 1, δ = 0.05, 2 vs 117 (plug-in). Peeking at
+    μ = 1, δ = 0.05 missed only 27/300, too few to serve as a control there (the
+    Clopper–Pearson slack hides most of the selection)."""
+    truth = true_epsilon(mu, delta)
+    valid = invalid = 0
+    for rep in range(REPETITIONS):
+        without, with_ = _scores(rep, mu)
+        parts = (with_[N // 2 :], without[N // 2 :], with_[: N // 2], without[: N // 2])
+        valid += _certified_epsilon(*parts, delta, BETA)["epsilon_lower_bound"] > truth
+        invalid += variant(*parts, delta, BETA) > truth
+    assert_coverage(valid, REPETITIONS, BETA)  # the certificate passes ...
+    with pytest.raises(AssertionError, match="bounds missed the truth"):
+        assert_coverage(invalid, REPETITIONS, BETA)  # ... the invalid variant is caught
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["score-rises", "loss-falls"])
+def test_auroc_is_near_its_closed_form(sign):
+    """AUROC of N(±μ, 1) against N(0, 1) is Φ(μ/√2), whichever way the member's score moves (the
+    side is chosen on the training part: "lower" when the member's loss falls).
+
+    Tolerance: the AUROC of m member and n non-member scores has variance at most
+    A(1 − A)/min(m, n) (Cortes & Mohri 2004, Birnbaum–Klose bound); it is computed on the
+    certifying 500 + 500, so the tolerance z·sqrt(A(1 − A)/500), with z the two-sided normal
+    quantile at the suite's per-assertion level 2e-5 (z ≈ 4.3), fails a correct implementation
+    with probability about 2e-5."""
+    mu = 1.0
+    without, with_ = _scores(0, sign * mu)
+    r = membership_readouts(without, with_, random_state=0)
+    auroc = stats.norm.cdf(mu / math.sqrt(2))
+    z = stats.norm.isf(COVERAGE_PVALUE / 2)
+    assert abs(r["auroc"] - auroc) <= z * math.sqrt(auroc * (1 - auroc) / 500)
+    assert r["side"] == ("upper" if sign > 0 else "lower")
+    assert r["n_test"] == [500, 500] and r["certified"] is True
+
+
+def test_tpr_at_fpr_is_monotone_and_attained():
+    """TPR at 0.1% FPR <= TPR at 1% FPR <= 1, each the TPR of a threshold whose FPR is at most the
+    target (checked against a direct count on the certifying part's ROC)."""
+    without, with_ = _scores(1, 1.5)
+    r = membership_readouts(without, with_, random_state=1)
+    assert list(r["tpr_at_fpr"]) == list(MEMBERSHIP_FPRS)
+    low, high = r["tpr_at_fpr"]["0.001"], r["tpr_at_fpr"]["0.01"]
+    assert 0.0 <= low <= high <= 1.0 and high > 0.0
+    assert r["auroc"] > 0.5
+
+
+def test_equal_distributions_give_no_certified_epsilon():
+    """P = Q: nothing to certify; the bound is 0 (a positive one happens with probability at most
+    β; this seed's is 0) and the AUROC is near 1/2 (same tolerance as above, A = 1/2)."""
+    rng = np.random.default_rng(3)
+    r = membership_readouts(rng.normal(size=600), rng.normal(size=600), random_state=3)
+    assert r["epsilon_lower_bound"] == 0.0
+    assert abs(r["auroc"] - 0.5) <= stats.norm.isf(COVERAGE_PVALUE / 2) * math.sqrt(0.25 / 300)
+
+
+def test_epsilon_from_rates_is_the_hypothesis_testing_bound():
+    """Both inequalities of (ε, δ)-DP: TPR <= e^ε FPR + δ and 1 − FPR <= e^ε (1 − TPR) + δ."""
+    delta = 1e-3
+    assert epsilon_from_rates(0.6, 0.1, delta) == pytest.approx(math.log((0.6 - delta) / 0.1))
+    assert epsilon_from_rates(0.99, 0.5, delta) == pytest.approx(math.log((0.5 - delta) / 0.01))
+    assert epsilon_from_rates(0.2, 0.4, delta) == 0.0
+    assert epsilon_from_rates(delta / 2, 0.0, delta) == 0.0
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, -1e-5, math.nan, "1e-5", True])
+def test_bad_delta_is_refused(delta):
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="delta"):
+        membership_readouts(rng.normal(size=20), rng.normal(size=20), delta=delta)
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(ValueError, match="too few"):
+        membership_readouts([0.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="losses_with_canary"):
+        membership_readouts([0.0, 1.0], [1.0, math.nan])
+    with pytest.raises(ValueError, match="beta"):
+        membership_readouts([0.0, 1.0], [1.0, 2.0], beta=1.5)
+
+
+def _result() -> AuditResult:
+    """An audit's result through rdpest.auditing.evaluate (the auditor's own evaluation) with two
+    certified estimators, cheap ones (no critic to train)."""
+    without, with_ = _scores(2, 1.0, 300)
+    estimators = {
+        "split": BernoulliTPRFPRBaseline(alpha=2.0, random_state=0),
+        "bonferroni": BernoulliTPRFPRBaseline(alpha=2.0, threshold="bonferroni"),
+    }
+    return evaluate(without, with_, 0.1, alpha=2.0, beta=0.05, estimators=estimators)
+
+
+def test_every_result_carries_the_readouts_without_touching_the_verdicts_beta():
+    """The ε bound is a readout at the audit's level β; the two certified estimators keep their
+    β/2 each (the readout takes no share)."""
+    result = _result()
+    m = result.membership
+    assert m["beta"] == 0.05 and m["delta"] == 1e-5 and m["epsilon_lower_bound"] >= 0.0
+    assert {e["beta"] for e in result.estimates.values()} == {0.025}
+    assert m == membership_readouts(
+        result.losses_without_canary, result.losses_with_canary, beta=0.05, random_state=0
+    )
+    line = next(x for x in result.summary().splitlines() if x.startswith("membership"))
+    assert "AUROC" in line and "1% FPR" in line and "1e-05" in line
+
+
+def test_json_round_trip_keeps_the_readouts_and_old_results_still_load():
+    result = _result()
+    back = AuditResult.from_json(result.to_json())
+    assert back.membership == result.membership
+    payload = json.loads(result.to_json())
+    del payload["membership"]  # a result written before the readouts existed
+    old = AuditResult.from_json(json.dumps(payload))
+    assert old.membership == {} and "membership" not in old.summary()
+    for bad, match in (([1, 2], "must be an object"), ({"auroc": 0.5}, "has no")):
+        payload["membership"] = bad
+        with pytest.raises(ValueError, match=match):
+            AuditResult.from_json(json.dumps(payload))
+    payload["membership"] = {**result.membership, "auroc": "high"}
+    with pytest.raises(ValueError, match="must be numbers"):
+        AuditResult.from_json(json.dumps(payload))
