@@ -105,7 +105,9 @@ def with_canary(dataset, x, y) -> torch.utils.data.Dataset:
     x, y : array-like, tensor or number
         The canary's input and label. They are converted to the types of the data set's first
         example (a tensor of its dtype and shape, or an int), so a ``DataLoader``'s default
-        collation batches the canary with the other examples.
+        collation batches the canary with the other examples. The canary is returned as
+        given: a transform or augmentation inside ``dataset`` is not applied to it (apply it
+        in the training loop if the canary should see it too).
 
     Returns
     -------
