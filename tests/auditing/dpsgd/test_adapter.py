@@ -305,3 +305,22 @@ def test_the_guides_own_data_example_builds_its_auditor():
     namespace = {"__name__": "own_opacus_guide_data"}
     exec(compile(_guide_blocks()[1], str(GUIDE), "exec"), namespace)
     assert namespace["auditor"].model is namespace["two_layer"]
+
+
+def test_a_run_store_resumes_an_adapted_training(tmp_path, monkeypatch):
+    """describe() is the store's identity: a second audit reads the runs instead of training."""
+    score_fn = OpacusTraining(train_full_batch, DATA, CANARY)
+
+    def audit(fn):
+        return Auditor(fn, 1.0, n_runs=2, store=tmp_path, progress=False, estimators=_bernoulli())
+
+    without, with_ = audit(score_fn).collect()
+    with pytest.raises(ValueError, match="different audit configuration"):  # another train_fn
+        audit(OpacusTraining(returns_a_number, DATA, CANARY)).collect()
+
+    def no_training(self, include_canary, seed):
+        raise AssertionError("a stored run was trained again")
+
+    monkeypatch.setattr(OpacusTraining, "__call__", no_training)
+    again, again_with = audit(OpacusTraining(train_full_batch, DATA, CANARY)).collect()
+    assert np.array_equal(again, without) and np.array_equal(again_with, with_)
