@@ -210,12 +210,14 @@ class AuditResult:
         )
 
     def plot(self, path=None, *, ax=None):
-        """Plot the scores O and O′, the bounds against the claim and any rounds (needs matplotlib).
+        """Plot the scores O and O′, the bounds against the claim, any rounds and the membership
+        ROC (needs matplotlib).
 
         Panels: histograms of O and O′; each estimator's bound and point estimate against the
         claim; for a sequential audit (more than one round), the certified bound after each
-        round. The plot never changes matplotlib's backend or pyplot's current figure beyond what is
-        said here.
+        round; when the result has membership readouts (every result made since they exist),
+        the ROC of the membership test last. The plot never changes matplotlib's backend or
+        pyplot's current figure beyond what is said here.
 
         Parameters
         ----------
@@ -225,8 +227,9 @@ class AuditResult:
         ax : matplotlib Axes or sequence of Axes, optional
             Draw into these and create no figure. One Axes receives the bounds panel only (the
             estimators' bounds against the claim, titled with the audit's settings); a sequence
-            must hold one Axes per panel: histograms and bounds, plus the rounds of a sequential
-            audit: 2 Axes, or 3 when ``len(result.rounds) > 1``.
+            must hold one Axes per panel, in this order: histograms and bounds, plus the rounds of
+            a sequential audit (when ``len(result.rounds) > 1``), plus the ROC (when
+            ``result.membership`` is not empty): 2, 3 or 4 Axes.
 
         Returns
         -------
@@ -261,12 +264,13 @@ class AuditResult:
             if axes is None or len(axes) != panels or not all(isinstance(a, Axes) for a in axes):
                 raise ValueError(
                     f"ax must be one matplotlib Axes or a sequence of {panels} Axes (one per "
-                    f"panel of this {'sequential ' if panels == 3 else ''}audit), got {ax!r}"
+                    f"panel of this audit: histograms, bounds{self._optional_panels()}), got "
+                    f"{ax!r}"
                 )
             self._plot_panels(axes)
             axes[1].set_title(self._plot_title(), fontsize="small", wrap=True)
             return ax
-        figsize = (16 if panels == 3 else 11, 4.6)
+        figsize = (11 + 5 * (panels - 2), 4.6)
         if path is None:
             import matplotlib.pyplot as plt
 
@@ -284,8 +288,14 @@ class AuditResult:
 
     @property
     def _plot_panel_count(self) -> int:
-        """How many panels :meth:`plot` draws: 3 for a sequential audit (its rounds), else 2."""
-        return 3 if len(self.rounds) > 1 else 2
+        """How many panels :meth:`plot` draws: 2, plus one for a sequential audit's rounds, plus
+        one for the membership ROC when the result has membership readouts."""
+        return 2 + (len(self.rounds) > 1) + bool(self.membership)
+
+    def _optional_panels(self) -> str:
+        """The optional panels of this result, as the error message on bad ``ax`` names them."""
+        names = ["rounds"] * (len(self.rounds) > 1) + ["membership ROC"] * bool(self.membership)
+        return "".join(f", {name}" for name in names)
 
     def _plot_title(self) -> str:
         """The audit's settings in one line: α, the claim, runs per side, β and σ if known."""
@@ -317,7 +327,9 @@ class AuditResult:
         ax_hist.set_ylabel("runs")
         ax_hist.legend()
         self._plot_bounds(axes[1])
-        if len(axes) > 2:
+        if self.membership:
+            self._plot_roc(axes[-1])
+        if len(self.rounds) > 1:
             ax_rounds = axes[2]
             runs = [r["n_runs"] for r in self.rounds]
             ax_rounds.plot(runs, [r["lower_bound"] for r in self.rounds], "o-", label="bound")
@@ -325,6 +337,50 @@ class AuditResult:
             ax_rounds.set_xlabel("runs per side")
             ax_rounds.set_ylabel(f"certified D_{self.alpha:g} bound (each round at β/K)")
             ax_rounds.legend(loc="best", fontsize="small")
+
+    def _plot_roc(self, ax) -> None:
+        """The membership test's ROC on log-log axes (all runs, oriented by ``side``), its TPR at
+        1% and 0.1% FPR, and the (ε, δ) line TPR = e^ε·FPR + δ at the certified ε."""
+        from sklearn.metrics import roc_curve
+
+        m = self.membership
+        member, other = self.losses_with_canary, self.losses_without_canary
+        sign = 1.0 if m.get("side", "upper") == "upper" else -1.0
+        labels = np.r_[np.ones(member.size), np.zeros(other.size)]
+        fpr, tpr, _ = roc_curve(labels, sign * np.r_[member, other])
+        floor = 0.5 / max(1, other.size)  # log axes: zero rates drawn at half a run
+        ax.plot(np.maximum(fpr, floor), np.maximum(tpr, floor), label="ROC (all runs)")
+        grid = np.geomspace(floor, 1.0, 200)
+        ax.plot(grid, grid, color="gray", ls=":", label="chance")
+        eps, delta = float(m["epsilon_lower_bound"]), float(m["delta"])
+        if eps > 0:
+            ax.plot(
+                grid,
+                np.minimum(math.exp(eps) * grid + delta, 1.0),
+                color="tab:green",
+                ls="--",
+                label=f"certified ε = {eps:.2f} (δ = {delta:g})",
+            )
+        at = m.get("tpr_at_fpr", {})
+        xs = [float(k) for k in at]
+        ax.scatter(
+            xs,
+            [max(v, floor) for v in at.values()],
+            color="black",
+            zorder=3,
+            label="TPR at FPR (certifying half)",
+        )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(floor, 1.0)
+        ax.set_ylim(floor, 1.0)
+        ax.set_xlabel("FPR (runs without the canary)")
+        ax.set_ylabel("TPR (runs with the canary)")
+        ax.set_title(
+            f"membership inference: AUROC {float(m['auroc']):.3f} (certifying half)",
+            fontsize="small",
+        )
+        ax.legend(loc="lower right", fontsize="small")
 
     def _plot_bounds(self, ax) -> None:
         """Each estimator's bound (bar; a hollow marker at 0 when nothing is certified) and

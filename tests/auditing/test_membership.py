@@ -234,3 +234,26 @@ def test_json_round_trip_keeps_the_readouts_and_old_results_still_load():
     payload["membership"] = {**result.membership, "auroc": "high"}
     with pytest.raises(ValueError, match="must be numbers"):
         AuditResult.from_json(json.dumps(payload))
+
+
+def test_the_plot_adds_an_roc_panel_last(tmp_path):
+    """A result with readouts plots a third panel (the ROC, log-log); the ax= protocol counts it,
+    and a result without readouts keeps its two panels."""
+    from matplotlib.figure import Figure
+
+    result = _result()
+    assert result._plot_panel_count == 3
+    fig = Figure()
+    axes = fig.subplots(1, 3)
+    assert result.plot(ax=axes) is axes
+    roc = axes[2]
+    assert roc.get_xscale() == "log" and "AUROC" in roc.get_title()
+    labels = [line.get_label() for line in roc.lines]
+    assert labels[:2] == ["ROC (all runs)", "chance"]
+    assert any(label.startswith("certified ε") for label in labels)
+    with pytest.raises(ValueError, match=r"sequence of 3 Axes .*membership ROC"):
+        result.plot(ax=fig.subplots(1, 2))
+    saved = result.plot(tmp_path / "audit.png")
+    assert len(saved.axes) == 3 and (tmp_path / "audit.png").stat().st_size > 0
+    result.membership = {}
+    assert result._plot_panel_count == 2
