@@ -47,6 +47,7 @@ class SmallCNN(nn.Sequential):
 
     Examples
     --------
+    >>> import torch
     >>> net = SmallCNN((1, 8, 8), 10)
     >>> net(torch.zeros(5, 64)).shape, net(torch.zeros(5, 1, 8, 8)).shape
     (torch.Size([5, 10]), torch.Size([5, 10]))
@@ -134,6 +135,7 @@ def mnist_cnn(n_classes: int = 10) -> nn.Sequential:
 
     Examples
     --------
+    >>> import torch
     >>> net = mnist_cnn()
     >>> net(torch.zeros(2, 1, 28, 28)).shape, sum(p.numel() for p in net.parameters())
     (torch.Size([2, 10]), 26010)
@@ -173,6 +175,7 @@ def cifar10_cnn(n_classes: int = 10) -> nn.Sequential:
 
     Examples
     --------
+    >>> import torch
     >>> net = cifar10_cnn()
     >>> net(torch.zeros(2, 3, 32, 32)).shape, sum(p.numel() for p in net.parameters())
     (torch.Size([2, 10]), 550570)
@@ -258,6 +261,7 @@ def make_model(
 
     Examples
     --------
+    >>> import torch
     >>> model = make_model("lr", 64, 10)
     >>> model(torch.zeros(3, 64)).shape
     torch.Size([3, 10])

@@ -112,7 +112,7 @@ def test_custom_data_and_user_canary():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({}, "exactly one of noise_multiplier and claimed_epsilon"),
+        ({}, "exactly one of noise_multiplier, claimed_epsilon and"),
         ({"noise_multiplier": 1.0, "claimed_epsilon": 1.0}, "exactly one"),
         ({"noise_multiplier": 0.0}, "noise_multiplier"),
         ({"noise_multiplier": -1.0}, "noise_multiplier"),
