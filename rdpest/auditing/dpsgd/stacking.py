@@ -114,6 +114,22 @@ STACK_RAM_CAP = 1 << 30
 STACK_CUDA_FRACTION = 0.5
 
 
+def _stack_parameters(stacked: nn.Module, layer: nn.Module) -> None:
+    """Give ``stacked`` ``stacked.copies`` copies of ``layer``'s weight and bias, stacked on a new
+    leading dimension. A frozen parameter stays frozen: Opacus then leaves it out of the norms,
+    the noise and the step, as in a single run."""
+
+    def copies(param: torch.Tensor) -> nn.Parameter:
+        repeated = param.detach().unsqueeze(0).repeat(stacked.copies, *([1] * param.ndim))
+        return nn.Parameter(repeated.clone(), requires_grad=param.requires_grad)
+
+    stacked.weight = copies(layer.weight)
+    if layer.bias is None:
+        stacked.register_parameter("bias", None)
+    else:
+        stacked.bias = copies(layer.bias)
+
+
 class StackedLinear(nn.Module):
     """K copies of a linear layer applied to K row blocks: row ``k·n + i`` uses copy ``k``.
 
@@ -140,15 +156,7 @@ class StackedLinear(nn.Module):
         self.copies = int(copies)
         self.in_features = layer.in_features
         self.out_features = layer.out_features
-        # A frozen weight stays frozen: Opacus then leaves it out of the norms, the noise and the
-        # step, as in a single run.
-        weight = layer.weight.detach().unsqueeze(0).repeat(self.copies, 1, 1).clone()
-        self.weight = nn.Parameter(weight, requires_grad=layer.weight.requires_grad)
-        if layer.bias is None:
-            self.register_parameter("bias", None)
-        else:
-            bias = layer.bias.detach().unsqueeze(0).repeat(self.copies, 1).clone()
-            self.bias = nn.Parameter(bias, requires_grad=layer.bias.requires_grad)
+        _stack_parameters(self, layer)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim != 2 or x.shape[0] % self.copies:
@@ -248,13 +256,7 @@ class StackedConv2d(nn.Module):
         # from it (a plain nn.Conv2d kept outside the module tree, so it is never trained).
         self._geometry = [copy.deepcopy(layer).requires_grad_(False).to("meta")]
         self.in_channels, self.out_channels = layer.in_channels, layer.out_channels
-        weight = layer.weight.detach().unsqueeze(0).repeat(self.copies, 1, 1, 1, 1).clone()
-        self.weight = nn.Parameter(weight, requires_grad=layer.weight.requires_grad)
-        if layer.bias is None:
-            self.register_parameter("bias", None)
-        else:
-            bias = layer.bias.detach().unsqueeze(0).repeat(self.copies, 1).clone()
-            self.bias = nn.Parameter(bias, requires_grad=layer.bias.requires_grad)
+        _stack_parameters(self, layer)
 
     @property
     def geometry(self) -> nn.Conv2d:
