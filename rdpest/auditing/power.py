@@ -142,7 +142,9 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
         )
     shortfall = ""
     if "runs_needed" in power:
-        goal = f"{eps} >= {power['power_target']:.3g}"
+        # results written before the power target was renamed call it "target_epsilon"
+        target_epsilon = power.get("power_target", power.get("target_epsilon"))
+        goal = f"{eps} >= {target_epsilon:.3g}"
         needed = power["runs_needed"]
         shortfall = (
             f"; to detect {goal} with {target:.0%} probability it would need about {needed} runs "
