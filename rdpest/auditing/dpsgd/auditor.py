@@ -31,8 +31,10 @@ from rdpest.utils.torch_helpers import resolve_device
 from rdpest.utils.validation import (
     check_alpha,
     check_int,
+    check_open_unit,
     check_positive,
-    check_real,
+    check_sample_rate,
+    check_steps,
 )
 
 __all__ = ["DPSGDAuditor"]
@@ -229,25 +231,22 @@ class DPSGDAuditor:
         if self.target_epsilon is None or self.target_delta is None:
             raise ValueError("target_epsilon and target_delta are given together")
         epsilon = check_positive(self.target_epsilon, "target_epsilon")
-        delta = check_real(self.target_delta, "target_delta")
-        if not 0.0 < delta < 1.0:
-            raise ValueError(f"target_delta must lie in (0, 1), got {self.target_delta!r}")
-        # steps and sample_rate as DPSGDConfig checks them (sigma is a placeholder here)
-        check = DPSGDConfig(1.0, steps=self.steps, sample_rate=self.sample_rate)
+        delta = check_open_unit(self.target_delta, "target_delta")
+        steps, rate = check_steps(self.steps), check_sample_rate(self.sample_rate)
         try:
             return float(
                 get_noise_multiplier(
                     target_epsilon=epsilon,
                     target_delta=delta,
-                    sample_rate=check.sample_rate,
-                    steps=check.steps,
+                    sample_rate=rate,
+                    steps=steps,
                     accountant="rdp",
                 )
             )
         except ValueError as exc:  # e.g. a budget no finite noise reaches
             raise ValueError(
                 f"Opacus found no noise multiplier for (epsilon, delta) = ({epsilon}, {delta}) "
-                f"at {check.steps} steps and sample rate {check.sample_rate}: {exc}"
+                f"at {steps} steps and sample rate {rate}: {exc}"
             ) from None
 
     def _data(self):
