@@ -38,7 +38,7 @@ from tqdm.auto import tqdm
 from rdpest.auditing import Auditor, GaussianMechanismScore
 from rdpest.auditing.auditor import default_estimators
 from rdpest.auditing.power import violation_probability
-from rdpest.stats.conversions import rdp_of_gaussian_mechanism
+from rdpest.stats.conversions import dpsgd_epsilon_alpha, rdp_of_gaussian_mechanism
 from rdpest.utils.io import atomic_write_text
 
 OUT = Path(__file__).resolve().parent / "results" / "auditing"
@@ -193,6 +193,7 @@ def synthetic(repetitions: int, max_runs: int, alpha: float, claim: float) -> li
 # (power target epsilon_2 = 2); its records keep their original keys.
 DPSGD_SETTINGS = (("a2", 2.0, None), ("a1.25", 1.25, None), ("target2", 2.0, 2.0))
 NOISE_MULTIPLIER = 10.0  # claimed epsilon_2 = 2 * 100 / (2 * 10**2) = 1 (full batch, 100 steps)
+DPSGD_STEPS = 100
 
 
 def _dpsgd_key(setting: str, bug: float, max_runs: int, seed: int) -> str:
@@ -222,7 +223,7 @@ def dpsgd(audits: int, max_runs: int, n_jobs: int, report_only: bool = False) ->
         result = DPSGDAuditor(
             alpha=alpha,
             noise_multiplier=NOISE_MULTIPLIER,
-            steps=100,
+            steps=DPSGD_STEPS,
             n_runs=500,
             max_runs=max_runs,
             power_target=target,
@@ -253,7 +254,7 @@ def dpsgd(audits: int, max_runs: int, n_jobs: int, report_only: bool = False) ->
             records = [done[key] for key in keys if key in done]
             if not records:
                 continue
-            claim = alpha * 100 / (2 * NOISE_MULTIPLIER**2)
+            claim = dpsgd_epsilon_alpha(NOISE_MULTIPLIER, 1.0, DPSGD_STEPS, alpha)
             rows.append(
                 {
                     "alpha": alpha,
