@@ -40,7 +40,13 @@ from rdpest.stats.bounds import _clopper_pearson
 from rdpest.stats.threshold_tests import _search_thresholds, cut_points, positives
 from rdpest.utils.validation import check_beta, check_finite_array, check_open_unit
 
-__all__ = ["MEMBERSHIP_DELTA", "MEMBERSHIP_FPRS", "epsilon_from_rates", "membership_readouts"]
+__all__ = [
+    "MEMBERSHIP_DELTA",
+    "MEMBERSHIP_FPRS",
+    "epsilon_from_rates",
+    "membership_readouts",
+    "oriented_scores",
+]
 
 #: The δ of the certified (ε, δ) readout of an audit.
 MEMBERSHIP_DELTA = 1e-5
@@ -100,11 +106,19 @@ def _certified_epsilon(train_p, train_q, test_p, test_q, delta: float, beta: flo
     }
 
 
-def _roc_readouts(member, non_member, side: str) -> dict:
-    """AUROC and TPR at the FPRs of :data:`MEMBERSHIP_FPRS` of the score oriented by ``side``."""
+def oriented_scores(member, non_member, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, scores) of the membership test: 1 for a member (O′) and 0 for O, and the scores
+    signed so that a larger one says "member" (``side`` "upper" keeps them, "lower" negates
+    them), as ``sklearn.metrics.roc_curve`` and ``roc_auc_score`` take them."""
+    member, non_member = np.asarray(member, dtype=float), np.asarray(non_member, dtype=float)
     sign = 1.0 if side == "upper" else -1.0
     labels = np.r_[np.ones(member.size), np.zeros(non_member.size)]
-    scores = sign * np.r_[member, non_member]
+    return labels, sign * np.r_[member, non_member]
+
+
+def _roc_readouts(member, non_member, side: str) -> dict:
+    """AUROC and TPR at the FPRs of :data:`MEMBERSHIP_FPRS` of the score oriented by ``side``."""
+    labels, scores = oriented_scores(member, non_member, side)
     fpr, tpr, _ = roc_curve(labels, scores, drop_intermediate=False)
     # The best TPR of a threshold whose FPR is at most the target (a step, not an interpolation:
     # a rate some threshold test attains). roc_curve starts at (0, 0), so every target has one.

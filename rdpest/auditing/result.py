@@ -343,11 +343,11 @@ class AuditResult:
         1% and 0.1% FPR, and the (ε, δ) line TPR = e^ε·FPR + δ at the certified ε."""
         from sklearn.metrics import roc_curve
 
+        from rdpest.auditing.membership import oriented_scores
+
         m = self.membership
         member, other = self.losses_with_canary, self.losses_without_canary
-        sign = 1.0 if m.get("side", "upper") == "upper" else -1.0
-        labels = np.r_[np.ones(member.size), np.zeros(other.size)]
-        fpr, tpr, _ = roc_curve(labels, sign * np.r_[member, other])
+        fpr, tpr, _ = roc_curve(*oriented_scores(member, other, m.get("side", "upper")))
         floor = 0.5 / max(1, other.size)  # log axes: zero rates drawn at half a run
         ax.plot(np.maximum(fpr, floor), np.maximum(tpr, floor), label="ROC (all runs)")
         grid = np.geomspace(floor, 1.0, 200)
