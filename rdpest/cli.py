@@ -148,27 +148,16 @@ def _cmd_estimate(args) -> int:
 
 
 def _scores_file(path: str) -> np.ndarray:
-    """One side's audit scores from a file: a 1-D array of finite numbers (errors name the file)."""
+    """One side's audit scores from a file (a single column is taken as one score per run);
+    :func:`rdpest.auditing.evaluate` checks them, and its errors are reworded with the files."""
     data = load_samples(path)
-    if data.ndim == 2 and data.shape[1] == 1:
-        data = data[:, 0]
-    if data.ndim != 1:
-        raise ValueError(f"{path} must hold one score per run (shape (n,)), got shape {data.shape}")
-    bad = np.flatnonzero(~np.isfinite(data))
-    if bad.size:
-        raise ValueError(f"{path} holds {bad.size} NaN or infinite score(s), the first at {bad[0]}")
-    return data
+    return data[:, 0] if data.ndim == 2 and data.shape[1] == 1 else data
 
 
 def _cmd_evaluate(args) -> int:
     from rdpest.auditing import evaluate
 
     without, with_ = _scores_file(args.without), _scores_file(args.with_canary)
-    if len(without) != len(with_):
-        raise ValueError(
-            f"{args.without} has {len(without)} scores but {args.with_canary} has {len(with_)}: "
-            "an audit has as many runs with the canary as without"
-        )
     try:
         result = evaluate(
             without,

@@ -147,8 +147,8 @@ def test_evaluate_errors_name_the_file(tmp_path, capsys):
     np.savetxt(wide, np.ones((20, 2)), delimiter=",")
     cases = [
         (good, short, f"{good} has 20 scores but {short} has 12"),
-        (good, bad, f"{bad} holds 1 NaN or infinite score(s), the first at 19"),
-        (wide, good, f"{wide} must hold one score per run"),
+        (good, bad, f"{bad} holds 1 non-finite score(s) (NaN or inf), the first at index 19"),
+        (wide, good, f"{wide} must be a 1-D array of scores, got shape (20, 2)"),
         (tmp_path / "missing.npy", good, "no such file"),
     ]
     for without, with_, needle in cases:
