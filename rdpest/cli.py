@@ -167,6 +167,7 @@ def _cmd_evaluate(args) -> int:
             beta=args.beta,
             estimators=_chosen_estimators(args),
             random_state=args.seed,
+            membership_delta=args.membership_delta,
         )
     except ValueError as exc:  # name the files, not the function's arguments
         message = str(exc).replace("losses_without_canary", args.without)
@@ -279,6 +280,7 @@ def _cmd_audit(args) -> int:
         device=args.device,
         store=out,
         random_state=args.seed,
+        membership_delta=args.membership_delta,
     )
     try:
         with parallel_config(

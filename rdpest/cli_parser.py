@@ -95,6 +95,17 @@ def _add_audit_estimators(parser) -> None:
     )
 
 
+def _add_membership_delta(parser) -> None:
+    parser.add_argument(
+        "--membership-delta",
+        type=float,
+        default=1e-5,
+        metavar="DELTA",
+        help="delta of the membership-inference readout's certified (epsilon, delta) lower "
+        "bound, in (0, 1); a readout only, the verdict does not use it",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from rdpest import __version__
 
@@ -174,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Poisson sampling rate of DP-SGD's batches (1: full batch)",
     )
     _add_audit_estimators(audit)
+    _add_membership_delta(audit)
     audit.add_argument(
         "--data",
         type=_data_spec,
@@ -244,6 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--beta", type=float, default=0.05, help="probability of a false violation verdict"
     )
     _add_audit_estimators(evaluate)
+    _add_membership_delta(evaluate)
     evaluate.add_argument("--seed", type=int, default=0, help="the audit's --seed (estimators)")
     evaluate.add_argument(
         "--json", action="store_true", help="print the verdict, estimates and power as JSON"

@@ -32,13 +32,13 @@ from sklearn.base import clone
 from tqdm.auto import tqdm
 
 from rdpest.auditing.identity import score_fn_identity
-from rdpest.auditing.membership import membership_readouts
+from rdpest.auditing.membership import MEMBERSHIP_DELTA, membership_readouts
 from rdpest.auditing.power import audit_power, runs_needed, verdict_of
 from rdpest.auditing.result import AuditResult, provenance
 from rdpest.auditing.sequential import round_sizes
 from rdpest.auditing.store import RunStore
 from rdpest.estimators.base import RenyiEstimatorBase
-from rdpest.utils.validation import check_alpha, check_beta, check_real
+from rdpest.utils.validation import check_alpha, check_beta, check_open_unit, check_real
 
 __all__ = [
     "AUDIT_SETTINGS",
@@ -162,6 +162,7 @@ AUDIT_SETTINGS = (
     "estimators",
     "n_jobs",
     "random_state",
+    "membership_delta",
 )
 
 
@@ -176,6 +177,7 @@ def check_audit_settings(
     random_state,
     max_runs=None,
     power_target=None,
+    membership_delta=MEMBERSHIP_DELTA,
 ) -> dict:
     """Validate an audit's settings (everything but the score function); return its estimators.
 
@@ -183,12 +185,14 @@ def check_audit_settings(
     :class:`~rdpest.auditing.dpsgd.DPSGDAuditor` before pretraining. ``estimators=None`` gives
     :func:`default_estimators`. Each estimator must be at the audit's order and have room for its
     splits in ``n_runs`` runs per arm (its public ``min_samples_per_side()``).
+    ``membership_delta`` (the δ of the membership readout's (ε, δ) bound) must lie in (0, 1).
     """
     claimed = check_real(claimed_epsilon, "claimed_epsilon")
     if claimed < 0:
         raise ValueError(f"claimed_epsilon must be >= 0, got {claimed}")
     check_alpha(alpha)
     check_beta(beta)
+    check_open_unit(membership_delta, "membership_delta")
     for value, name in ((n_runs, "n_runs"), (random_state, "random_state")):
         if isinstance(value, bool) or not isinstance(value, Integral):
             raise ValueError(f"{name} must be an integer, got {value!r}")
@@ -268,6 +272,11 @@ class Auditor:
         its qualified name.
     progress : bool, default=True
         Show a tqdm progress bar over runs.
+    membership_delta : float, default=1e-5
+        The δ of the certified (ε, δ) bound among the membership-inference readouts
+        (``result.membership``, :func:`rdpest.auditing.membership.membership_readouts`); in
+        (0, 1). A readout only: it changes neither the verdict nor the runs, so a store's runs
+        are reused under another δ and the readouts recomputed from them.
 
     Examples
     --------
@@ -295,6 +304,7 @@ class Auditor:
         random_state: int = 0,
         config: dict | None = None,
         progress: bool = True,
+        membership_delta: float = MEMBERSHIP_DELTA,
     ):
         self.score_fn = score_fn
         self.claimed_epsilon = claimed_epsilon
@@ -309,6 +319,7 @@ class Auditor:
         self.random_state = random_state
         self.config = config
         self.progress = progress
+        self.membership_delta = membership_delta
 
     # ------------------------------------------------------------------ validation
     def _validate(self) -> dict:
@@ -513,7 +524,8 @@ class Auditor:
         )
 
     def _membership(self, without, with_, beta: float) -> dict:
-        """The membership-inference readouts (:mod:`rdpest.auditing.membership`) at level ``beta``.
+        """The membership-inference readouts (:mod:`rdpest.auditing.membership`) at level ``beta``
+        and δ ``membership_delta``.
 
         A readout, not part of the verdict: its ε bound has its own level ``beta`` (the round's
         level, so a sequential audit's rounds stay covered by a union bound) and does not take a
@@ -521,7 +533,13 @@ class Auditor:
         """
         if min(len(without), len(with_)) < 2:
             return {}
-        return membership_readouts(without, with_, beta=beta, random_state=int(self.random_state))
+        return membership_readouts(
+            without,
+            with_,
+            beta=beta,
+            delta=self.membership_delta,
+            random_state=int(self.random_state),
+        )
 
 
 def _round_record(number: int, result: AuditResult, level: float) -> dict:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from rdpest.auditing.auditor import Auditor, _round_record, check_audit_settings
+from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
 
 __all__ = ["evaluate"]
@@ -59,6 +60,7 @@ def evaluate(
     beta: float = 0.05,
     estimators: dict | None = None,
     random_state: int = 0,
+    membership_delta: float = MEMBERSHIP_DELTA,
 ) -> AuditResult:
     """The audit's verdict on scores already collected (O without the canary, O′ with it).
 
@@ -81,6 +83,9 @@ def evaluate(
         Unfitted rdpest estimators at order ``alpha``; default :func:`default_estimators`.
     random_state : int, default=0
         Seeds the default estimators (the value an audit with ``random_state`` uses).
+    membership_delta : float, default=1e-5
+        The δ of the membership readouts' certified (ε, δ) bound (``result.membership``), in
+        (0, 1), as :class:`~rdpest.auditing.Auditor`'s.
 
     Returns
     -------
@@ -92,7 +97,8 @@ def evaluate(
     ------
     ValueError
         On scores that are not 1-D finite real arrays, sides of unequal length, too few scores
-        for an estimator's splits, α <= 1, β outside (0, 1), or a negative claim.
+        for an estimator's splits, α <= 1, β or ``membership_delta`` outside (0, 1), or a
+        negative claim.
 
     Examples
     --------
@@ -128,6 +134,7 @@ def evaluate(
             estimators=estimators,
             n_jobs=1,
             random_state=random_state,
+            membership_delta=membership_delta,
         )
     except ValueError as exc:
         if str(exc).startswith(f"n_runs={n} is too small"):  # say it in terms of the scores
@@ -145,6 +152,7 @@ def evaluate(
         random_state=random_state,
         config=dict(GIVEN_SCORES),
         progress=False,
+        membership_delta=membership_delta,
     )
     # What Auditor.run does for one round of n runs per side, without the training.
     level = float(beta)

@@ -108,6 +108,31 @@ def test_store_of_another_configuration_is_refused(tmp_path):
         ).collect()
 
 
+def test_membership_delta_is_the_readouts_and_a_store_at_another_delta_is_not_reused(tmp_path):
+    """The runs do not depend on δ (a readout's parameter), so a store's runs are reused at another
+    δ, but the readouts (and result.json) are recomputed at the new δ, never the stored ones."""
+    mech = CountingScore()
+    first = _auditor(mech, n_runs=40, store=tmp_path).run()
+    assert first.membership["delta"] == 1e-5
+    again = CountingScore()
+    second = _auditor(again, n_runs=40, store=tmp_path, membership_delta=0.01).run()
+    assert again.calls == 0  # every run came from the store
+    assert second.membership["delta"] == 0.01
+    assert AuditResult.from_json(tmp_path / "result.json").membership == second.membership
+    np.testing.assert_array_equal(second.losses_with_canary, first.losses_with_canary)
+    assert second.estimates == first.estimates and second.verdict == first.verdict
+
+
+def test_dpsgd_auditor_passes_membership_delta_on_and_checks_it_before_pretraining():
+    from rdpest.auditing import DPSGDAuditor
+
+    audit = DPSGDAuditor(claimed_epsilon=1.0, steps=2, n_runs=10, membership_delta=0.02)
+    assert audit._audit_settings(1.0)["membership_delta"] == 0.02
+    bad = DPSGDAuditor(claimed_epsilon=1.0, steps=2, n_runs=10, membership_delta=1.0)
+    with pytest.raises(ValueError, match="membership_delta"):
+        bad.build()  # before any data is split or a model pretrained
+
+
 def test_result_round_trip_summary_and_plot(tmp_path):
     mech = GaussianMechanismScore(noise_std=1.0, noise_scale_bug=0.5)
     result = _auditor(mech, n_runs=60, store=tmp_path).run()
@@ -145,6 +170,8 @@ def _nan_score(include_canary, seed):
         ({"alpha": 1.0}, "alpha"),
         ({"beta": 1.0}, "beta"),
         ({"n_jobs": 0}, "n_jobs"),
+        ({"membership_delta": 0.0}, "membership_delta"),
+        ({"membership_delta": 1.5}, "membership_delta"),
         ({"estimators": {}}, "estimators"),
         ({"estimators": {"x": object()}}, "not an rdpest estimator"),
         ({"estimators": {"dv": DVRenyiEstimator(alpha=3.0)}}, "alpha=3.0"),

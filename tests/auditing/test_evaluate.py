@@ -81,6 +81,8 @@ GOOD = np.linspace(0.0, 1.0, 50)
         (GOOD, GOOD, {"beta": 0.0}, "beta"),
         (GOOD[:4], GOOD[:4], {}, "too few scores: 4 per side; estimator 'dv' needs at least 5"),
         (GOOD, GOOD, {"claimed_epsilon": -1.0}, "claimed_epsilon must be >= 0"),
+        (GOOD, GOOD, {"membership_delta": 0.0}, "membership_delta must lie strictly between"),
+        (GOOD, GOOD, {"membership_delta": 1.0}, "membership_delta must lie strictly between"),
     ],
 )
 def test_clear_errors(without, with_, kwargs, message):

@@ -257,3 +257,74 @@ def test_the_plot_adds_an_roc_panel_last(tmp_path):
     assert len(saved.axes) == 3 and (tmp_path / "audit.png").stat().st_size > 0
     result.membership = {}
     assert result._plot_panel_count == 2
+
+
+# ----------------------------------------------------------------- the δ of an audit's readouts
+
+
+def test_the_audits_membership_delta_reaches_the_readouts():
+    """``membership_delta`` of evaluate (the auditor's own evaluation) is the readouts' δ: the
+    readouts are membership_readouts' at that δ and the summary prints it."""
+    result = _result()
+    without, with_ = result.losses_without_canary, result.losses_with_canary
+    estimators = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=0)}
+    wide = evaluate(without, with_, 0.1, alpha=2.0, estimators=estimators, membership_delta=1e-2)
+    m = wide.membership
+    assert m["delta"] == 1e-2
+    assert m == membership_readouts(without, with_, beta=0.05, delta=1e-2, random_state=0)
+    assert "δ = 0.01)" in wide.summary()
+    # The readout is not part of the verdict: the estimators' numbers do not move with δ.
+    narrow = evaluate(without, with_, 0.1, alpha=2.0, estimators=estimators)
+    assert wide.estimates == narrow.estimates and wide.verdict == narrow.verdict
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, -1e-5, 2.0, math.nan, "1e-5", True])
+def test_a_bad_membership_delta_is_refused_by_evaluate_and_the_auditor(delta):
+    from rdpest.auditing import Auditor, GaussianMechanismScore
+
+    without, with_ = _scores(2, 1.0, 50)
+    with pytest.raises(ValueError, match="membership_delta"):
+        evaluate(without, with_, 0.1, alpha=2.0, membership_delta=delta)
+    mech = GaussianMechanismScore()
+    with pytest.raises(ValueError, match="membership_delta"):
+        Auditor(mech, 1.0, n_runs=20, progress=False, membership_delta=delta).run()
+
+
+def test_the_membership_delta_flag_of_evaluate_and_audit(tmp_path, capsys, monkeypatch):
+    from rdpest.cli import main
+
+    without, with_ = _scores(2, 1.0, 100)
+    np.save(tmp_path / "O.npy", without)
+    np.save(tmp_path / "O_prime.npy", with_)
+    files = [str(tmp_path / "O.npy"), str(tmp_path / "O_prime.npy")]
+    command = ["evaluate", *files, "--claim", "0.1", "--alpha", "2", "--estimators", "bernoulli"]
+    assert main([*command, "--json", "--membership-delta", "0.001"]) == 0
+    assert json.loads(capsys.readouterr().out)["membership"]["delta"] == 0.001
+    assert main([*command, "--json"]) == 0  # the default
+    assert json.loads(capsys.readouterr().out)["membership"]["delta"] == 1e-5
+    assert main([*command, "--membership-delta", "1.5"]) == 1
+    assert "membership_delta must lie strictly between 0 and 1" in capsys.readouterr().err
+
+    # rdpest audit hands the flag to DPSGDAuditor (stopped there: no training in this test).
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    class FakeAuditor:
+        def __init__(self, **kwargs):
+            seen.update(kwargs)
+
+        def run(self):
+            raise Stop
+
+    # Where rdpest.auditing's lazy attribute finds it (patching rdpest.auditing itself would
+    # leave a concrete attribute behind once undone, hiding later patches of the same kind).
+    monkeypatch.setattr("rdpest.auditing.dpsgd.DPSGDAuditor", FakeAuditor)
+    audit = ["audit", "--runs", "10", "--steps", "2", "--n-jobs", "1", "--out", str(tmp_path)]
+    with pytest.raises(Stop):
+        main(["--traceback", *audit, "--membership-delta", "0.02"])
+    assert seen["membership_delta"] == 0.02
+    with pytest.raises(Stop):
+        main(["--traceback", *audit])
+    assert seen["membership_delta"] == 1e-5

@@ -24,6 +24,7 @@ from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, split_pret
 from rdpest.auditing.dpsgd.models import make_model
 from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
 from rdpest.auditing.dpsgd.training import pretrain
+from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
 from rdpest.stats.conversions import dpsgd_epsilon_alpha, noise_multiplier_for_epsilon_alpha
 from rdpest.utils.io import array_digest, qualified_name
@@ -121,6 +122,8 @@ class DPSGDAuditor:
         together, so the stack size is part of the store's configuration: resuming a store
         with ``"auto"`` keeps the stack size it was started with, and another explicit number is
         refused.
+    membership_delta : float, default=1e-5
+        The δ of the membership readouts' certified (ε, δ) bound, as in :class:`Auditor`.
 
     Examples
     --------
@@ -161,6 +164,7 @@ class DPSGDAuditor:
         progress: bool = True,
         noise_scale_bug: float = 1.0,
         stack_runs: int | str = "auto",
+        membership_delta: float = MEMBERSHIP_DELTA,
     ):
         self.alpha = alpha
         self.noise_multiplier = noise_multiplier
@@ -190,6 +194,7 @@ class DPSGDAuditor:
         self.progress = progress
         self.noise_scale_bug = noise_scale_bug
         self.stack_runs = stack_runs
+        self.membership_delta = membership_delta
 
     # ------------------------------------------------------------------ set-up
     def _config_and_claim(self) -> tuple[DPSGDConfig, float]:
