@@ -12,6 +12,14 @@ from rdpest.stats import divergences as dv
 
 ONE_D_FAMILIES = [f for f in datasets.FAMILIES if f != "multivariate_gaussian"]
 
+NEW_FAMILIES = {
+    "student_t_shift": lambda a, p: dv._student_t_shift_renyi_divergence(a, p["shift"], p["df"]),
+    "exponential_rate": lambda a, p: dv._exponential_rate_renyi_divergence(a, p["rate"]),
+    "gaussian_mixture": lambda a, p: dv._gaussian_mixture_renyi_divergence(a, p["mean"]),
+    "laplace_scale": lambda a, p: dv._laplace_scale_renyi_divergence(a, p["scale"]),
+    "poisson_rate": lambda a, p: dv._poisson_rate_renyi_divergence(a, p["rate"]),
+}
+
 # (alpha, divergence) targets every family must reach; gaussian_scale is limited near its
 # infinite boundary (see test_unreachable_divergences), so the largest targets stay moderate.
 TARGETS = [(1.25, 0.0), (1.01, 1e-4), (1.25, 0.6), (2.0, 1e-3), (2.0, 2.0), (8.0, 0.9)]
@@ -29,6 +37,10 @@ def _independent_truth(family, alpha, params):
         return dv.subsampled_gaussian_renyi_divergence(
             alpha, params["sampling_rate"], params["noise_multiplier"]
         )
+    if family in NEW_FAMILIES:
+        # No public function: the private ground truths, checked against independent
+        # computations in tests/test_datasets_families.py.
+        return NEW_FAMILIES[family](alpha, params)
     mean, cov = params["mean"], params["covariance"]
     return dv.multivariate_gaussian_renyi_divergence(alpha, mean, cov, np.zeros_like(mean), cov)
 
@@ -40,6 +52,11 @@ def test_families_tuple():
         "laplace_shift",
         "subsampled_gaussian",
         "multivariate_gaussian",
+        "student_t_shift",
+        "exponential_rate",
+        "gaussian_mixture",
+        "laplace_scale",
+        "poisson_rate",
     )
 
 
@@ -190,6 +207,19 @@ def _reference_log_ratio(family, params, x):
         log_q = stats.norm(0, sigma).logpdf(x)
         log_p = np.logaddexp(math.log1p(-q) + log_q, math.log(q) + stats.norm(1, sigma).logpdf(x))
         return log_p - log_q
+    if family == "student_t_shift":
+        t = stats.t(params["df"])
+        return t.logpdf(x - params["shift"]) - t.logpdf(x)
+    if family == "exponential_rate":
+        return stats.expon(scale=1 / params["rate"]).logpdf(x) - stats.expon.logpdf(x)
+    if family == "gaussian_mixture":
+        mu = params["mean"]
+        log_p = np.logaddexp(stats.norm(-mu).logpdf(x), stats.norm(mu).logpdf(x)) - math.log(2)
+        return log_p - stats.norm.logpdf(x)
+    if family == "laplace_scale":
+        return stats.laplace(0, params["scale"]).logpdf(x) - stats.laplace.logpdf(x)
+    if family == "poisson_rate":
+        return stats.poisson(params["rate"]).logpmf(x) - stats.poisson(1).logpmf(x)
     cov = params["covariance"]
     return stats.multivariate_normal(params["mean"], cov).logpdf(x) - stats.multivariate_normal(
         np.zeros(len(cov)), cov

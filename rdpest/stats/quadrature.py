@@ -12,6 +12,7 @@ is documented.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -269,3 +270,56 @@ def renyi_divergence_quadrature(
     if log_moment == -math.inf:
         raise ValueError("logpdf_p is -inf on the whole of [lower, upper]; widen the range")
     return log_moment / (alpha - 1.0)
+
+
+def _log_excess_moment_real_line(
+    alpha: float,
+    log_q: Callable[[np.ndarray], np.ndarray],
+    log_ratio: Callable[[np.ndarray], np.ndarray],
+    log_q_scalar: Callable[[float], float],
+    log_ratio_scalar: Callable[[float], float],
+    points: Sequence[float],
+    width: float = 1.0,
+) -> float:
+    """log (E_Q[(p/q)^α] − 1) = log ∫ q φ_α(p/q − 1) over the whole real line, without overflow.
+
+    ``log_q`` is log q and ``log_ratio`` the privacy loss L = log p/q (vectorised; the ``_scalar``
+    twins take one float). The peak of the integrand is located on a grid of step ``width``/8 over
+    [min(points) − 40·width, max(points) + 40·width]; the integrand, rescaled by that peak, is
+    integrated with ``scipy.integrate.quad`` over (−∞, p₀], [p₀, p₁], …, [p_k, ∞) with ``points``
+    and the grid's peak as break points (quad maps the two infinite pieces to finite ones, so
+    polynomial tails such as Student's are integrated, not truncated). Returns −inf when P = Q.
+    """
+    low, high = min(points) - 40.0 * width, max(points) + 40.0 * width
+    grid = np.linspace(low, high, int(min(max(2001, 8.0 * (high - low) / width), 200_001)))
+    loss = np.asarray(log_ratio(grid), dtype=np.float64)
+    h = np.asarray(log_q(grid), dtype=np.float64) + _log_excess(
+        alpha, loss, _log_abs_expm1(loss), np.sign(loss)
+    )
+    if np.any(np.isnan(h)):
+        raise ValueError("the log-densities returned NaN")
+    h_max = float(np.max(h))
+    if h_max == -np.inf:
+        return -math.inf
+    if h_max == np.inf:
+        return math.inf
+
+    def integrand(x: float) -> float:
+        value = log_ratio_scalar(x)
+        excess = _log_excess_scalar(
+            alpha, value, _log_abs_expm1_scalar(value), math.copysign(1.0, value)
+        )
+        return math.exp(log_q_scalar(x) + excess - h_max)
+
+    breaks = sorted({*(float(p) for p in points), float(grid[int(np.argmax(h))])})
+    edges = [-math.inf, *breaks, math.inf]
+    total = 0.0
+    for a, b in itertools.pairwise(edges):
+        if a < b:
+            piece, _ = integrate.quad(
+                integrand, a, b, epsabs=1e-15 * width, epsrel=_QUAD_EPSREL, limit=500
+            )
+            total += piece
+    if not total > 0.0:
+        return -math.inf
+    return h_max + math.log(total)

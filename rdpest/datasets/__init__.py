@@ -6,7 +6,7 @@ Y ~ Q together with the true divergence, recomputed from :mod:`rdpest.stats.dive
 solved parameters; :func:`log_likelihood_ratio` gives the exact privacy loss log p/q that the Markov
 and Hoeffding bounds of Kim, Varshney & Alabi (2026, Thm 3.1, Thms B.2–B.3) take as input.
 
-Families (Q is always the reference, N(0, 1)-like, distribution):
+Families (Q is always the fixed reference distribution; P moves with the solved parameter):
 
 - ``"gaussian_shift"``: P = N(μ, 1), Q = N(0, 1), μ = sqrt(2D/α) (Gaussian mechanism).
 - ``"gaussian_scale"``: P = N(0, s²), Q = N(0, 1), s in (1, sqrt(α/(α−1))).
@@ -15,7 +15,18 @@ Families (Q is always the reference, N(0, 1)-like, distribution):
   q fixed (parameter ``sampling_rate``, default 0.2) and the noise multiplier σ solved (one step of
   DP-SGD, forward direction, as Opacus's accountant reports it).
 - ``"multivariate_gaussian"``: P = N(c·1, Σ), Q = N(0, Σ) in ``dimension`` dimensions (default 2),
-  Σ with unit variances and equicorrelation ``correlation`` (default 0.5).
+  Σ with unit variances and equicorrelation ``correlation`` (default 0.5); any d >= 1 (d = 10 is
+  tested).
+- ``"student_t_shift"``: P = t_ν(μ), Q = t_ν(0) with ``df`` ν (default 3, in [0.5, 1e4]) and the
+  shift μ solved; D_α by quadrature over the real line (polynomial tails, bounded privacy loss).
+- ``"exponential_rate"``: P = Exp(rate λ), Q = Exp(1), λ > 1 solved; closed form
+  D = [α log λ − log(αλ + 1 − α)]/(α−1). Privacy loss log λ − (λ−1)x, bounded above.
+- ``"gaussian_mixture"``: P = ½ N(−μ, 1) + ½ N(μ, 1), Q = N(0, 1), μ solved; D_α by quadrature
+  (closed form for integer α). Privacy loss log cosh(μx) − μ²/2, unbounded above.
+- ``"laplace_scale"``: P = Laplace(0, b), Q = Laplace(0, 1), b in (1, α/(α−1)) solved; closed form
+  D = −log b − log(α − (α−1)b)/(α−1) (heavy-tailed privacy loss, like gaussian_scale).
+- ``"poisson_rate"``: P = Poisson(λ), Q = Poisson(1), λ > 1 solved (a discrete family: samples are
+  integer counts stored as float64); closed form D = (λ^α − αλ + α − 1)/(α−1).
 
 Examples
 --------
@@ -33,13 +44,14 @@ import warnings
 from collections.abc import Callable
 
 import numpy as np
-from scipy import optimize
 
-from rdpest.stats.divergences import (
-    _gaussian_renyi_divergence,
-    _laplace_renyi_divergence,
-    _subsampled_gaussian_renyi_divergence,
-    multivariate_gaussian_renyi_divergence,
+from rdpest.datasets._families import (
+    FAMILIES,
+    MAX_LOCATION,
+    SOLVED_KEYS,
+    check_options,
+    solve_family,
+    true_divergence,
 )
 from rdpest.utils.validation import (
     check_alpha,
@@ -53,48 +65,11 @@ from rdpest.utils.validation import (
 
 __all__ = ["FAMILIES", "family_parameters", "log_likelihood_ratio", "make_renyi_pair"]
 
-#: Names of the benchmark families accepted by :func:`make_renyi_pair`.
-FAMILIES = (
-    "gaussian_shift",
-    "gaussian_scale",
-    "laplace_shift",
-    "subsampled_gaussian",
-    "multivariate_gaussian",
-)
-
-# Optional keyword parameters of each family and their defaults.
-_FAMILY_OPTIONS: dict[str, dict[str, float]] = {
-    "gaussian_shift": {},
-    "gaussian_scale": {},
-    "laplace_shift": {},
-    "subsampled_gaussian": {"sampling_rate": 0.2},
-    "multivariate_gaussian": {"dimension": 2, "correlation": 0.5},
-}
-
-# Keys of the solved-parameter dictionaries (family_parameters' output, log_likelihood_ratio's
-# input).
-_SOLVED_KEYS: dict[str, tuple[str, ...]] = {
-    "gaussian_shift": ("mean",),
-    "gaussian_scale": ("std",),
-    "laplace_shift": ("shift",),
-    "subsampled_gaussian": ("sampling_rate", "noise_multiplier"),
-    "multivariate_gaussian": ("mean", "covariance"),
-}
-
 # The true divergence of the solved parameters must match the request to this relative accuracy;
 # otherwise the request is out of reach in double precision and is refused.
 _RELATIVE_TOLERANCE = 1e-9
-# Noise multipliers over which the subsampled Gaussian divergence is solved (its quadrature is
-# accurate to about 1e-12 there).
-_NOISE_MULTIPLIER_RANGE = (0.05, 1e5)
 #: Most samples per side that make_renyi_pair draws (8e8 bytes of float64 per side and feature).
 MAX_SAMPLES = 10**8
-# Largest |location| of a solved law with unit noise: ulp(2^32) = 2^-20 ≈ 1e-6, so draws still
-# resolve the noise. Beyond it N(μ, 1) rounds to a handful of values and the "exact" truth no
-# longer describes the samples (divergence=1e300 gave N(1e150, 1), every draw exactly 1e150).
-_MAX_LOCATION = 2.0**32
-
-
 # ---------------------------------------------------------------------------------------------
 # Argument checks
 # ---------------------------------------------------------------------------------------------
@@ -102,41 +77,6 @@ _MAX_LOCATION = 2.0**32
 
 def _check_family(family) -> str:
     return check_option(family, FAMILIES, "family")
-
-
-def _check_options(family: str, params: dict) -> dict:
-    allowed = _FAMILY_OPTIONS[family]
-    unknown = sorted(set(params) - set(allowed))
-    if unknown:
-        accepted = ", ".join(allowed) if allowed else "no parameters"
-        raise ValueError(
-            f"unknown parameter(s) {', '.join(unknown)} for family {family!r}; "
-            f"it accepts {accepted}"
-        )
-    options = {**allowed, **params}
-    if family == "subsampled_gaussian":
-        rate = check_probability(options["sampling_rate"], "sampling_rate")
-        if rate == 0.0:
-            raise ValueError("sampling_rate must lie in (0, 1], got 0.0")
-        options["sampling_rate"] = rate
-    if family == "multivariate_gaussian":
-        dimension = options["dimension"]
-        if isinstance(dimension, bool) or not isinstance(dimension, numbers.Integral):
-            raise ValueError(f"dimension must be an integer >= 1, got {dimension!r}")
-        if dimension < 1:
-            raise ValueError(f"dimension must be >= 1, got {dimension!r}")
-        correlation = check_real(options["correlation"], "correlation")
-        # Σ = (1−ρ) I + ρ 11ᵀ has eigenvalues 1 − ρ and 1 + (d−1)ρ: positive definite iff
-        # −1/(d−1) < ρ < 1 (for d = 1, −1 < ρ < 1 by convention, ρ being unused).
-        low = -1.0 / (dimension - 1) if dimension > 1 else -1.0
-        if not low < correlation < 1.0:
-            raise ValueError(
-                f"correlation must lie in ({low:g}, 1) for dimension {dimension} (else the "
-                f"covariance is not positive definite), got {correlation!r}"
-            )
-        options["dimension"] = int(dimension)
-        options["correlation"] = correlation
-    return options
 
 
 def _check_n_samples(n_samples) -> tuple[int, int]:
@@ -156,151 +96,11 @@ def _check_n_samples(n_samples) -> tuple[int, int]:
     return int(pair[0]), int(pair[1])
 
 
-# ---------------------------------------------------------------------------------------------
-# Solvers: one per family, each returning the solved-parameter dictionary
-# ---------------------------------------------------------------------------------------------
-
-
-def _closest_root(func: Callable[[float], float], root: float) -> float:
-    """The float among ``root`` and its two neighbours where |func| is smallest.
-
-    brentq stops within a few ulps; near a steep part of the curve one ulp of the parameter is
-    worth much more than one ulp of the divergence, so the last step is taken by hand.
-    """
-    candidates = (np.nextafter(root, -np.inf), root, np.nextafter(root, np.inf))
-    return float(min(candidates, key=lambda x: abs(func(float(x)))))
-
-
-def _solve_gaussian_shift(alpha: float, divergence: float) -> dict:
-    # D_α(N(μ,1) ‖ N(0,1)) = α μ² / 2 (Gil, Alajaji & Linder 2013, equal variances).
-    return {"mean": math.sqrt(2.0 * divergence / alpha)}
-
-
-def _solve_gaussian_scale(alpha: float, divergence: float) -> dict:
-    if divergence == 0.0:
-        return {"std": 1.0}
-
-    def excess(std: float) -> float:
-        return _gaussian_renyi_divergence(alpha, 0.0, std, 0.0, 1.0) - divergence
-
-    # D grows from 0 at s = 1 to +inf as s² → α/(α−1), where α·1 + (1−α)s² reaches 0: take the
-    # largest float s below that boundary with a finite divergence.
-    upper = math.sqrt(alpha / (alpha - 1.0))
-    while not math.isfinite(_gaussian_renyi_divergence(alpha, 0.0, upper, 0.0, 1.0)):
-        upper = float(np.nextafter(upper, 0.0))
-    if excess(upper) < 0.0:
-        raise ValueError(
-            f"divergence {divergence!r} is not reachable by family 'gaussian_scale' at alpha="
-            f"{alpha!r} in double precision (at most about "
-            f"{_gaussian_renyi_divergence(alpha, 0.0, upper, 0.0, 1.0):.4g})"
-        )
-    root = optimize.brentq(excess, 1.0, upper, xtol=1e-300, rtol=4 * np.finfo(float).eps)
-    return {"std": _closest_root(excess, root)}
-
-
-def _solve_laplace_shift(alpha: float, divergence: float) -> dict:
-    if divergence == 0.0:
-        return {"shift": 0.0}
-
-    def excess(shift: float) -> float:
-        return _laplace_renyi_divergence(alpha, shift, 1.0) - divergence
-
-    # Mironov (2017), Table II: Δ − log((2α−1)/α)/(α−1) <= D_α <= Δ, so the root lies in
-    # [D, D + log((2α−1)/α)/(α−1)].
-    upper = divergence + math.log((2.0 * alpha - 1.0) / alpha) / (alpha - 1.0) + 1.0
-    # Bisection steps from [0, ~1] down to a root as small as 1e-150 need a few hundred steps.
-    root = optimize.brentq(
-        excess, 0.0, upper, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=2000
-    )
-    return {"shift": _closest_root(excess, root)}
-
-
-def _solve_subsampled_gaussian(alpha: float, divergence: float, sampling_rate: float) -> dict:
-    if divergence == 0.0:
-        # P = Q needs σ = ∞ at a positive sampling rate; the subsampling rate 0 realises it with
-        # finite noise (P = Q = N(0, 1)).
-        return {"sampling_rate": 0.0, "noise_multiplier": 1.0}
-    if sampling_rate == 1.0:
-        # Gaussian mechanism: D = α/(2σ²).
-        return {"sampling_rate": 1.0, "noise_multiplier": math.sqrt(alpha / (2.0 * divergence))}
-
-    def excess(log_sigma: float) -> float:
-        return (
-            _subsampled_gaussian_renyi_divergence(
-                alpha, sampling_rate, math.exp(log_sigma), "forward"
-            )
-            - divergence
-        )
-
-    # D decreases in σ; solve in log σ over the range where the quadrature is validated.
-    low, high = (math.log(s) for s in _NOISE_MULTIPLIER_RANGE)
-    if excess(low) < 0.0 or excess(high) > 0.0:
-        raise ValueError(
-            f"divergence {divergence!r} is not reachable by family 'subsampled_gaussian' at "
-            f"alpha={alpha!r}, sampling_rate={sampling_rate!r} with a noise multiplier in "
-            f"[{_NOISE_MULTIPLIER_RANGE[0]:g}, {_NOISE_MULTIPLIER_RANGE[1]:g}]"
-        )
-    # Start from the small-q approximation D ≈ α q²/(2σ²) (Mironov, Talwar & Zhang 2019) and
-    # widen the bracket by factors of 2 so brentq starts close to the root.
-    guess = min(max(math.log(sampling_rate * math.sqrt(alpha / (2.0 * divergence))), low), high)
-    a, b = max(guess - math.log(2.0), low), min(guess + math.log(2.0), high)
-    while excess(a) < 0.0:
-        a = max(a - 2.0, low)
-    while excess(b) > 0.0:
-        b = min(b + 2.0, high)
-    log_sigma = optimize.brentq(excess, a, b, xtol=1e-14, rtol=4 * np.finfo(float).eps)
-    return {"sampling_rate": sampling_rate, "noise_multiplier": math.exp(log_sigma)}
-
-
-def _equicorrelation(dimension: int, correlation: float) -> np.ndarray:
-    return (1.0 - correlation) * np.eye(dimension) + correlation * np.ones((dimension, dimension))
-
-
-def _solve_multivariate_gaussian(
-    alpha: float, divergence: float, dimension: int, correlation: float
-) -> dict:
-    # Equal covariances: D = α/2 · Δᵀ Σ⁻¹ Δ. For Δ = c·1, 1 is an eigenvector of Σ with eigenvalue
-    # 1 + (d−1)ρ, so Δᵀ Σ⁻¹ Δ = c² d / (1 + (d−1)ρ).
-    eigenvalue = 1.0 + (dimension - 1) * correlation
-    shift = math.sqrt(2.0 * divergence * eigenvalue / (alpha * dimension))
-    return {
-        "mean": np.full(dimension, shift),
-        "covariance": _equicorrelation(dimension, correlation),
-    }
-
-
-_SOLVERS: dict[str, Callable[..., dict]] = {
-    "gaussian_shift": _solve_gaussian_shift,
-    "gaussian_scale": _solve_gaussian_scale,
-    "laplace_shift": _solve_laplace_shift,
-    "subsampled_gaussian": _solve_subsampled_gaussian,
-    "multivariate_gaussian": _solve_multivariate_gaussian,
-}
-
-
-def _true_divergence(family: str, alpha: float, solved: dict) -> float:
-    """D_α(P‖Q) recomputed from the solved parameters with rdpest.stats.divergences."""
-    if family == "gaussian_shift":
-        return _gaussian_renyi_divergence(alpha, solved["mean"], 1.0, 0.0, 1.0)
-    if family == "gaussian_scale":
-        return _gaussian_renyi_divergence(alpha, 0.0, solved["std"], 0.0, 1.0)
-    if family == "laplace_shift":
-        return _laplace_renyi_divergence(alpha, solved["shift"], 1.0)
-    if family == "subsampled_gaussian":
-        return _subsampled_gaussian_renyi_divergence(
-            alpha, solved["sampling_rate"], solved["noise_multiplier"], "forward"
-        )
-    mean, covariance = solved["mean"], solved["covariance"]
-    return multivariate_gaussian_renyi_divergence(
-        alpha, mean, covariance, np.zeros_like(mean), covariance
-    )
-
-
 def _solve(family, alpha, divergence, params) -> tuple[dict, float]:
     family = _check_family(family)
     alpha = check_alpha(alpha)
     divergence = check_positive(divergence, "divergence", allow_zero=True)
-    options = _check_options(family, params)
+    options = check_options(family, params)
     what = f"alpha={alpha!r} and divergence={divergence!r}"
     try:
         # Extreme orders and divergences push the solvers and the quadrature out of the float
@@ -308,8 +108,8 @@ def _solve(family, alpha, divergence, params) -> tuple[dict, float]:
         # that this pair cannot be realised in double precision.
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            solved = _SOLVERS[family](alpha, divergence, **options)
-            truth = _true_divergence(family, alpha, solved)
+            solved = solve_family(family, alpha, divergence, options)
+            truth = true_divergence(family, alpha, solved)
     except (ArithmeticError, RuntimeError, ValueError) as exc:
         raise ValueError(
             f"{what} cannot be realised by family {family!r} in double precision: {exc}"
@@ -321,11 +121,11 @@ def _solve(family, alpha, divergence, params) -> tuple[dict, float]:
             f"{solved!r} are not finite"
         )
     locations = [solved[k] for k in ("mean", "shift") if k in solved]
-    if any(np.max(np.abs(v)) > _MAX_LOCATION for v in locations):
+    if any(np.max(np.abs(v)) > MAX_LOCATION for v in locations):
         raise ValueError(
             f"divergence {divergence!r} is too large for family {family!r} at alpha={alpha!r}: "
             f"it needs a location of {float(np.max(np.abs(locations[0]))):.3g} against unit "
-            f"noise, beyond {_MAX_LOCATION:.3g}, where float64 draws no longer resolve the noise"
+            f"noise, beyond {MAX_LOCATION:.3g}, where float64 draws no longer resolve the noise"
         )
     if not abs(truth - divergence) <= _RELATIVE_TOLERANCE * divergence:
         raise ValueError(
@@ -355,7 +155,8 @@ def family_parameters(family: str, alpha: float, divergence: float, **params) ->
     **params
         Family options: ``sampling_rate`` in (0, 1] for ``"subsampled_gaussian"`` (default 0.2);
         ``dimension`` >= 1 (default 2) and ``correlation`` in (−1/(d−1), 1) (default 0.5) for
-        ``"multivariate_gaussian"``. Other families take none.
+        ``"multivariate_gaussian"``; ``df`` in [0.5, 1e4] (default 3) for ``"student_t_shift"``.
+        Other families take none.
 
     Returns
     -------
@@ -364,16 +165,21 @@ def family_parameters(family: str, alpha: float, divergence: float, **params) ->
         P = N(0, s²)), ``{"shift": Δ}`` (laplace_shift: P = Laplace(Δ, 1)),
         ``{"sampling_rate": q, "noise_multiplier": σ}`` (subsampled_gaussian; for divergence 0 the
         rate is 0 and σ = 1, i.e. P = Q = N(0, 1)), ``{"mean": array (d,), "covariance": array
-        (d, d)}`` (multivariate_gaussian: P = N(mean, covariance), Q = N(0, covariance)).
+        (d, d)}`` (multivariate_gaussian: P = N(mean, covariance), Q = N(0, covariance)),
+        ``{"df": ν, "shift": μ}`` (student_t_shift: P = t_ν(μ)), ``{"rate": λ}`` (exponential_rate:
+        P = Exp(rate λ); poisson_rate: P = Poisson(λ)), ``{"mean": μ}`` (gaussian_mixture:
+        P = ½ N(−μ, 1) + ½ N(μ, 1)), ``{"scale": b}`` (laplace_scale: P = Laplace(0, b)).
 
     Raises
     ------
     ValueError
         On bad input, or when the divergence cannot be reached to relative accuracy 1e-9 in
-        double precision (gaussian_scale close to its boundary: (α−1)·D beyond about 6–9;
+        double precision (gaussian_scale and laplace_scale close to their boundary: (α−1)·D
+        beyond about 6–9;
         subsampled_gaussian outside noise multipliers [0.05, 1e5]), or when the solved law
         cannot be sampled faithfully in double precision (a location beyond 2**32 against unit
-        noise, non-finite parameters, e.g. alpha=1e300 or divergence=1e300).
+        noise, a Poisson rate beyond 2**32, non-finite parameters, e.g. alpha=1e300 or
+        divergence=1e300).
 
     Examples
     --------
@@ -415,7 +221,8 @@ def make_renyi_pair(
     Returns
     -------
     X : ndarray of shape (n_p,) or (n_p, d)
-        Samples from P (2-D only for ``"multivariate_gaussian"``).
+        Samples from P (2-D only for ``"multivariate_gaussian"``; float64 counts for
+        ``"poisson_rate"``).
     Y : ndarray of shape (n_q,) or (n_q, d)
         Samples from Q.
     true_divergence : float
@@ -445,6 +252,22 @@ def make_renyi_pair(
         included = rng.random(n_p) < rate
         X = sigma * rng.standard_normal(n_p) + included.astype(np.float64)
         Y = sigma * rng.standard_normal(n_q)
+    elif family == "student_t_shift":
+        X = solved["shift"] + rng.standard_t(solved["df"], size=n_p)
+        Y = rng.standard_t(solved["df"], size=n_q)
+    elif family == "exponential_rate":
+        X = rng.exponential(1.0 / solved["rate"], size=n_p)
+        Y = rng.exponential(1.0, size=n_q)
+    elif family == "gaussian_mixture":
+        signs = np.where(rng.random(n_p) < 0.5, -1.0, 1.0)
+        X = signs * solved["mean"] + rng.standard_normal(n_p)
+        Y = rng.standard_normal(n_q)
+    elif family == "laplace_scale":
+        X = rng.laplace(0.0, solved["scale"], size=n_p)
+        Y = rng.laplace(0.0, 1.0, size=n_q)
+    elif family == "poisson_rate":
+        X = rng.poisson(solved["rate"], size=n_p).astype(np.float64)
+        Y = rng.poisson(1.0, size=n_q).astype(np.float64)
     else:
         mean, chol = solved["mean"], np.linalg.cholesky(solved["covariance"])
         X = mean + rng.standard_normal((n_p, mean.size)) @ chol.T
@@ -466,7 +289,9 @@ def log_likelihood_ratio(family: str, params: dict) -> Callable[[np.ndarray], np
     -------
     callable
         Vectorised: maps an array of shape (n,) (or (n, d) for ``"multivariate_gaussian"``) to an
-        array of shape (n,) of log-likelihood ratios.
+        array of shape (n,) of log-likelihood ratios. Outside the support of Q (x < 0 for
+        ``"exponential_rate"``, non-integers for ``"poisson_rate"``) the value is that of the
+        formula, meaningless there.
 
     Examples
     --------
@@ -475,7 +300,7 @@ def log_likelihood_ratio(family: str, params: dict) -> Callable[[np.ndarray], np
     [-0.5, 0.0, 1.5]
     """
     family = _check_family(family)
-    expected = _SOLVED_KEYS[family]
+    expected = SOLVED_KEYS[family]
     if not isinstance(params, dict) or set(params) != set(expected):
         got = sorted(params) if isinstance(params, dict) else params
         raise ValueError(
@@ -521,6 +346,9 @@ def log_likelihood_ratio(family: str, params: dict) -> Callable[[np.ndarray], np
 
         return subsampled_ratio
 
+    if family in _NEW_RATIOS:
+        return _NEW_RATIOS[family](params)
+
     mean = np.asarray(params["mean"], dtype=np.float64)
     covariance = np.asarray(params["covariance"], dtype=np.float64)
     if mean.ndim != 1 or covariance.shape != (mean.size, mean.size):
@@ -539,3 +367,62 @@ def log_likelihood_ratio(family: str, params: dict) -> Callable[[np.ndarray], np
         return x @ weights - offset
 
     return multivariate_ratio
+
+
+# ---------------------------------------------------------------------------------------------
+# Log ratios of the families added for issue 17
+# ---------------------------------------------------------------------------------------------
+
+
+def _student_t_ratio(params: dict):
+    df = check_positive(params["df"], "df")
+    shift = check_real(params["shift"], "shift")
+    power = 0.5 * (df + 1.0)
+
+    def ratio(x):
+        # log p − log q = −(ν+1)/2 · [log1p((x−μ)²/ν) − log1p(x²/ν)], the two merged into one
+        # log1p: ((x−μ)² − x²)/(ν + x²) = μ(μ − 2x)/(ν + x²).
+        x = np.asarray(x, dtype=np.float64)
+        return -power * np.log1p(shift * (shift - 2.0 * x) / (df + x * x))
+
+    return ratio
+
+
+def _exponential_ratio(params: dict):
+    rate = check_positive(params["rate"], "rate")
+    log_rate = math.log(rate)
+    return lambda x: log_rate - (rate - 1.0) * np.asarray(x, dtype=np.float64)
+
+
+def _mixture_ratio(params: dict):
+    mean = check_real(params["mean"], "mean")
+
+    def ratio(x):
+        # p/q = ½ e^{μx − μ²/2} + ½ e^{−μx − μ²/2} = e^{−μ²/2} cosh(μx); log cosh y evaluated as
+        # |y| + log1p(e^{−2|y|}) − log 2 (no overflow).
+        y = np.abs(mean * np.asarray(x, dtype=np.float64))
+        return y + np.log1p(np.exp(-2.0 * y)) - math.log(2.0) - 0.5 * mean * mean
+
+    return ratio
+
+
+def _laplace_scale_ratio(params: dict):
+    scale = check_positive(params["scale"], "scale")
+    slope, log_scale = 1.0 - 1.0 / scale, math.log(scale)
+    return lambda x: slope * np.abs(np.asarray(x, dtype=np.float64)) - log_scale
+
+
+def _poisson_ratio(params: dict):
+    rate = check_positive(params["rate"], "rate")
+    log_rate = math.log(rate)
+    # log p(k) − log q(k) = k log λ − (λ − 1).
+    return lambda x: np.asarray(x, dtype=np.float64) * log_rate - (rate - 1.0)
+
+
+_NEW_RATIOS = {
+    "student_t_shift": _student_t_ratio,
+    "exponential_rate": _exponential_ratio,
+    "gaussian_mixture": _mixture_ratio,
+    "laplace_scale": _laplace_scale_ratio,
+    "poisson_rate": _poisson_ratio,
+}
