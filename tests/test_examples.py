@@ -40,17 +40,22 @@ def test_example_runs_in_quick_mode(script, tmp_path):
 def _check_quickstart(out: str) -> None:
     lines = re.findall(
         r"n = +(\d+) per side: estimate (\S+), 95% certified lower bound (\S+) "
-        r"\(truth (\S+)\)",
+        r"\(truth (\S+)\); over (\d+) seeds: estimate (\S+) to (\S+), bound (\S+) to (\S+)$",
         out,
+        flags=re.M,
     )
     assert [int(n) for n, *_ in lines] == [200, 500], out
-    for _, estimate, bound, truth in lines:
+    for _, estimate, bound, truth, seeds, *ranges in lines:
         estimate, bound, truth = float(estimate), float(bound), float(truth)
-        assert truth == 1.0
-        # Certified below the truth (seeded, β = 0.05) and not 0: D_2 = 1 is detectable at n = 200.
-        assert 0.0 < bound <= truth
+        low_estimate, high_estimate, low_bound, high_bound = (float(v) for v in ranges)
+        assert truth == 1.0 and int(seeds) == 3
+        # Medians inside their ranges over the seeds (the figure's band).
+        assert low_estimate <= estimate <= high_estimate and low_bound <= bound <= high_bound
+        # Certified below the truth at every seed (seeded, β = 0.05 each) and not 0: D_2 = 1 is
+        # detectable at n = 200.
+        assert 0.0 < low_bound and high_bound <= truth
         # The benchmark's DV estimates at D = 1 stayed below 3·truth + 1 in every repetition.
-        assert 0.0 < estimate < 3 * truth + 1
+        assert 0.0 < low_estimate and high_estimate < 3 * truth + 1
 
 
 def _check_model_selection(out: str) -> None:
@@ -88,17 +93,24 @@ def _check_audit_dpsgd(out: str) -> None:
 
 
 def _check_catch_a_bug(out: str) -> None:
-    lines = re.findall(r"^(.+?) +claim (\S+)  DV bound (\S+)  verdict (\w+)$", out, re.M)
+    lines = re.findall(
+        r"^(.+?) +claim (\S+)  DV bound (\S+) \(median; (\S+) to (\S+) over (\d+) seeds\)  "
+        r"verdicts (\S+)$",
+        out,
+        re.M,
+    )
     assert len(lines) == 4, out
-    for name, claim, bound, verdict in lines:
-        assert float(claim) == 1.0
+    for name, claim, median, low, high, seeds, verdicts in lines:
+        median, low, high = float(median), float(low), float(high)
+        assert float(claim) == 1.0 and int(seeds) == 3 and low <= median <= high
         if name.endswith("x1"):
-            # Honest: the true D_2 is the claim, 1; a certified bound above it is a false alarm.
-            assert verdict == "not_refuted" and float(bound) <= 1.0, name
+            # Honest: the true D_2 is the claim, 1; a certified bound above it is a false alarm
+            # (probability at most β per audit; the audits are seeded).
+            assert verdicts == "not_refuted" and high <= 1.0, name
         else:
             # Noise 4x smaller than claimed: the true D_2 is 16 times the claim, and the example
-            # exists to show that the audit catches it.
-            assert name.endswith("x0.25") and verdict == "violation" and float(bound) > 1.0, name
+            # exists to show that the audit catches it, at every seed.
+            assert name.endswith("x0.25") and verdicts == "violation" and low > 1.0, name
 
 
 CHECKS = {
