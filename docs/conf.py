@@ -7,6 +7,7 @@ The package is imported, not mocked: the API pages are generated from the instal
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import rdpest
@@ -20,12 +21,31 @@ version = ".".join(release.split(".")[:2])
 extensions = [
     "sphinx.ext.autodoc",
     "numpydoc",
+    "sphinx_gallery.gen_gallery",
 ]
+
+# Sphinx-Gallery: the scripts in examples/ become the "Examples" pages (auto_examples/, written at
+# each build and ignored by git), each executed with its output and figures. They run in quick
+# mode (docs/_gallery.py gives them ``--quick --out TMPDIR``): about a minute and a half for the
+# four, against far longer for their full sizes. Its hooks are named as strings so that the
+# configuration stays picklable (Sphinx caches it; a function here would be a warning, an error
+# under -W).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/\d\d_",  # execute every numbered example, not only plot_*.py
+    "within_subsection_order": "FileNameSortKey",
+    "reset_argv": "_gallery.quick_argv",
+    "download_all_examples": False,
+    "write_computation_times": False,
+    "remove_config_comments": True,
+}
 
 # The DP-SGD auditor's page is built whenever its package exists (it always does in a checkout);
 # an import failure is then a build error (under -W) rather than a silently missing page.
 _DPSGD_PACKAGE = Path(__file__).resolve().parent.parent / "rdpest" / "auditing" / "dpsgd"
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "_gallery.py"]
 if not (_DPSGD_PACKAGE / "__init__.py").exists():
     exclude_patterns.append("api_auditing_dpsgd.rst")
 
