@@ -21,7 +21,9 @@ Why each copy is exactly one DP-SGD run (Abadi et al. 2016) through Opacus's ``P
    norm of the per-example gradient that Opacus's convolution sampler forms from the unfolded
    input) and clips, is the norm of example i's gradient in model k.
 2. Summing. Ghost clipping's second backward pass forms Σ_r c_r ∇loss_r; slice k of it is model
-   k's sum of clipped per-example gradients.
+   k's sum of clipped per-example gradients. Where every trainable layer is a
+   :class:`StackedLinear`, the same sums come in closed form from the first pass instead
+   (:mod:`rdpest.auditing.dpsgd.one_pass` says why they are equal).
 3. Noise. Opacus's optimizer adds N(0, σ²C²) noise to each parameter's summed gradient, one
    draw of the parameter's shape per step from the optimizer's generator. For a stacked
    parameter that one draw has the shape (K, ...), so every copy's slice is i.i.d.
@@ -32,9 +34,10 @@ Why each copy is exactly one DP-SGD run (Abadi et al. 2016) through Opacus's ``P
    single run with seed ``seeds[k]`` (it is one with fresh noise). At σ = 0 it is that run.
 4. The SGD step is elementwise.
 
-One Opacus class is specialised, by one method, on the instance that ``make_private``
-returns (nothing global changes), and for speed only: the module's sum of per-row norms
-(:class:`StackedGradSampleModule`). The noise and the step are Opacus's own.
+Two Opacus classes are specialised on the instances that ``make_private`` returns (nothing global
+changes), and for speed only: the module's sum of per-row norms (:class:`StackedGradSampleModule`)
+and, for linear stacks, the criterion's backward (one pass instead of two,
+:class:`~rdpest.auditing.dpsgd.one_pass.OnePassLoss`). The noise and the step are Opacus's own.
 
 So each copy follows the trajectory of :func:`rdpest.auditing.dpsgd.training.train_dp_sgd` with
 its own noise, up to float rounding (tested at σ = 0 with binding clipping, and for the noise's
@@ -156,6 +159,14 @@ class StackedLinear(nn.Module):
         self.copies = int(copies)
         self.in_features = layer.in_features
         self.out_features = layer.out_features
+        # Set by rdpest.auditing.dpsgd.one_pass for one step: keep the rows' inputs and output
+        # gradients that Opacus's hooks pass to the norm sampler, for the clipped sums.
+        self.keep_rows = False
+        self.kept_rows: tuple[torch.Tensor, torch.Tensor] | None = None
+        # Set for a stack's first layer, whose input is the same data at every full-batch step:
+        # its rows' norms are then computed once (see _input_row_norms).
+        self.cache_input_norms = False
+        self.input_norms: tuple[torch.Tensor, int, torch.Tensor] | None = None
         _stack_parameters(self, layer)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -163,20 +174,71 @@ class StackedLinear(nn.Module):
             raise ValueError(
                 f"StackedLinear expects rows (copies * n, features), got shape {tuple(x.shape)}"
             )
-        # (K, in, n): the product is computed as (K, out, in) @ (K, in, n), whose layout is several
-        # times faster on the CPU than (K, n, in) @ (K, in, out) for narrow outputs.
-        blocks = x.reshape(self.copies, -1, x.shape[-1]).transpose(1, 2)
+        # (K, n, in) @ (K, in, out): the output's rows are contiguous blocks, so it is laid out as
+        # rows without a copy, and so are the gradients flowing back through it.
+        blocks = x.reshape(self.copies, -1, x.shape[-1])
+        weight_t = self.weight.transpose(1, 2)
         if self.bias is None:
-            out = torch.bmm(self.weight, blocks)
+            out = torch.bmm(blocks, weight_t)
         else:
-            out = torch.baddbmm(self.bias.unsqueeze(2), self.weight, blocks)
-        return out.transpose(1, 2).reshape(-1, self.out_features)
+            out = torch.baddbmm(self.bias.unsqueeze(1), blocks, weight_t)
+        return out.reshape(-1, self.out_features)
+
+    def clipped_sums(self, coeff: torch.Tensor) -> None:
+        """Set each copy's gradient to its sum of clipped per-row gradients, Σ_r c_r·g_r·a_rᵀ
+        (and Σ_r c_r·g_r for the bias), from the kept rows (:mod:`rdpest.auditing.dpsgd.one_pass`
+        says why this is the gradient of Opacus's second pass)."""
+        a, g = self.kept_rows
+        self.kept_rows = None
+        scaled = (g * coeff.to(g.dtype).unsqueeze(1)).reshape(self.copies, -1, self.out_features)
+        if self.weight.requires_grad:
+            blocks = a.reshape(self.copies, -1, self.in_features)
+            self.weight.grad = torch.bmm(scaled.transpose(1, 2), blocks).to(self.weight.dtype)
+        if self.bias is not None and self.bias.requires_grad:
+            self.bias.grad = scaled.sum(dim=1).to(self.bias.dtype)
 
     def extra_repr(self) -> str:
         return (
             f"copies={self.copies}, in_features={self.in_features}, "
             f"out_features={self.out_features}, bias={self.bias is not None}"
         )
+
+
+def _row_norms(rows: torch.Tensor) -> torch.Tensor:
+    """The Euclidean norm of each row of a 2-D tensor, by the kernel that is fast for its layout
+    on the CPU in torch 2.13: ``vector_norm`` for rows contiguous in memory, a sum of squares for
+    transposed ones (whose ``vector_norm`` is about 20 times slower; a transposed cross-entropy
+    gradient is one)."""
+    if rows.stride(-1) == 1:
+        return torch.linalg.vector_norm(rows, dim=-1)
+    return (rows * rows).sum(dim=-1).sqrt()
+
+
+def _input_row_norms(layer: StackedLinear, a: torch.Tensor) -> torch.Tensor:
+    """The row norms of a layer's input ``a``; where ``layer.cache_input_norms``, reused while
+    ``a`` is the very same unchanged data as at the last step.
+
+    Same data: the same memory (the cache holds the earlier tensor, so its memory cannot have been
+    handed to another tensor), shape, strides and type, and the same version counter, which
+    every in-place change to that memory (through any view) increments.
+    """
+    if not layer.cache_input_norms:
+        return _row_norms(a)
+    cached = layer.input_norms
+    if cached is not None:
+        earlier, version, norms = cached
+        if (
+            earlier.data_ptr() == a.data_ptr()
+            and earlier.shape == a.shape
+            and earlier.stride() == a.stride()
+            and earlier.dtype == a.dtype
+            and earlier.device == a.device
+            and a._version == version
+        ):
+            return norms
+    norms = _row_norms(a)
+    layer.input_norms = (a, a._version, norms)
+    return norms
 
 
 @register_norm_sampler(StackedLinear)
@@ -189,12 +251,14 @@ def _stacked_linear_norm_sample(
     of Frobenius norm ‖g_r‖·‖a_r‖; its bias gradient is g_r (Li et al. 2022, ghost clipping).
     """
     a = activations[0].to(backprops.dtype)
-    g2 = (backprops * backprops).sum(dim=-1)
+    if layer.keep_rows:
+        layer.kept_rows = (a, backprops)
+    g_norm = _row_norms(backprops)
     norms = {}
     if layer.weight.requires_grad:
-        norms[layer.weight] = torch.sqrt(g2 * (a * a).sum(dim=-1))
+        norms[layer.weight] = g_norm * _input_row_norms(layer, a)
     if layer.bias is not None and layer.bias.requires_grad:
-        norms[layer.bias] = torch.sqrt(g2)
+        norms[layer.bias] = g_norm
     return norms
 
 

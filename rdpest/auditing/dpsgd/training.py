@@ -45,6 +45,7 @@ from rdpest.auditing.dpsgd.engine import (
 )
 from rdpest.auditing.dpsgd.stacking import (
     StackedGradSampleModule,
+    StackedLinear,
     opacus_supports_stacking,
     opacus_version_message,
     stack_model,
@@ -228,9 +229,15 @@ def _train_stacked_tensors(
     """
     from opacus.grad_sample import GradSampleModuleFastGradientClipping
     from opacus.optimizers import DPOptimizerFastGradientClipping
+    from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
+
+    from rdpest.auditing.dpsgd.one_pass import OnePassLoss
 
     copies = len(seeds)
     net = stack_model(template, copies)
+    first = next(m for m in net.modules() if next(m.parameters(recurse=False), None) is not None)
+    if isinstance(first, StackedLinear):
+        first.cache_input_norms = True  # its input is the same data at every step
     X_rows = X.repeat(copies, *([1] * (X.ndim - 1)))
     y_rows = y.repeat(copies)
     generator = torch.Generator(device=device)
@@ -252,6 +259,8 @@ def _train_stacked_tensors(
                 f"{type(dp_optimizer).__name__} and {type(module).__name__}"
             )
         module.__class__ = StackedGradSampleModule
+        if type(criterion) is DPLossFastGradientClipping:
+            criterion.__class__ = OnePassLoss
         module.train()
         _run_steps(module, dp_optimizer, criterion, loader, X_rows, y_rows, config.steps, True)
     dp_optimizer.zero_grad(set_to_none=True)
