@@ -17,8 +17,9 @@ Families (Q is always the fixed reference distribution; P moves with the solved 
 - ``"multivariate_gaussian"``: P = N(c·1, Σ), Q = N(0, Σ) in ``dimension`` dimensions (default 2),
   Σ with unit variances and equicorrelation ``correlation`` (default 0.5); any d >= 1 (d = 10 is
   tested).
-- ``"student_t_shift"``: P = t_ν(μ), Q = t_ν(0) with ``df`` ν (default 3, in [0.5, 1e4]) and the
-  shift μ solved; D_α by quadrature over the real line (polynomial tails, bounded privacy loss).
+- ``"student_t_shift"``: P = t_ν(μ), Q = t_ν(0) with ``df`` ν (default 3, in [1, 1000]) and the
+  shift μ <= 1000 solved; D_α by quadrature over the real line (polynomial tails, bounded
+  privacy loss).
 - ``"exponential_rate"``: P = Exp(rate λ), Q = Exp(1), λ > 1 solved; closed form
   D = [α log λ − log(αλ + 1 − α)]/(α−1). Privacy loss log λ − (λ−1)x, bounded above.
 - ``"gaussian_mixture"``: P = ½ N(−μ, 1) + ½ N(μ, 1), Q = N(0, 1), μ solved; D_α by quadrature
@@ -155,7 +156,7 @@ def family_parameters(family: str, alpha: float, divergence: float, **params) ->
     **params
         Family options: ``sampling_rate`` in (0, 1] for ``"subsampled_gaussian"`` (default 0.2);
         ``dimension`` >= 1 (default 2) and ``correlation`` in (−1/(d−1), 1) (default 0.5) for
-        ``"multivariate_gaussian"``; ``df`` in [0.5, 1e4] (default 3) for ``"student_t_shift"``.
+        ``"multivariate_gaussian"``; ``df`` in [1, 1000] (default 3) for ``"student_t_shift"``.
         Other families take none.
 
     Returns

@@ -534,8 +534,15 @@ def _student_t_shift_renyi_divergence(alpha: float, shift: float, df: float) -> 
     def log_ratio_scalar(x: float) -> float:
         return -power * math.log1p(shift * (shift - 2.0 * x) / (df + x * x))
 
+    # The mass of p^α q^{1−α} lies between μ (heavy tails) and αμ (the Gaussian limit ν → ∞).
     log_excess = _log_excess_moment_real_line(
-        alpha, log_q, log_ratio, log_q_scalar, log_ratio_scalar, points=(0.0, shift)
+        alpha,
+        log_q,
+        log_ratio,
+        log_q_scalar,
+        log_ratio_scalar,
+        points=(0.0, shift, alpha * shift),
+        width=min(1.0, math.sqrt(df / ((df + 1.0) * alpha))),  # width of p^α at μ
     )
     return float(np.logaddexp(0.0, log_excess)) / (alpha - 1.0)
 
@@ -590,5 +597,6 @@ def _gaussian_mixture_renyi_divergence(alpha: float, mean: float) -> float:
         log_q_scalar,
         log_ratio_scalar,
         points=(-reach, -abs(mean), 0.0, abs(mean), reach),
+        width=1.0 / math.sqrt(alpha),
     )
     return float(np.logaddexp(0.0, log_excess)) / (alpha - 1.0)

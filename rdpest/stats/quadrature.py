@@ -286,9 +286,10 @@ def _log_excess_moment_real_line(
     ``log_q`` is log q and ``log_ratio`` the privacy loss L = log p/q (vectorised; the ``_scalar``
     twins take one float). The peak of the integrand is located on a grid of step ``width``/8 over
     [min(points) − 40·width, max(points) + 40·width]; the integrand, rescaled by that peak, is
-    integrated with ``scipy.integrate.quad`` over (−∞, p₀], [p₀, p₁], …, [p_k, ∞) with ``points``
-    and the grid's peak as break points (quad maps the two infinite pieces to finite ones, so
-    polynomial tails such as Student's are integrated, not truncated). Returns −inf when P = Q.
+    integrated with ``scipy.integrate.quad`` over (−∞, p₀], [p₀, p₁], …, [p_k, ∞), the break
+    points being ``points``, the grid's peak, and offsets ±``width``·4^j around each (quad maps the
+    two infinite pieces to finite ones, so polynomial tails such as Student's are integrated, not
+    truncated). ``width`` is the narrowest feature of the integrand. Returns −inf when P = Q.
     """
     low, high = min(points) - 40.0 * width, max(points) + 40.0 * width
     grid = np.linspace(low, high, int(min(max(2001, 8.0 * (high - low) / width), 200_001)))
@@ -311,7 +312,12 @@ def _log_excess_moment_real_line(
         )
         return math.exp(log_q_scalar(x) + excess - h_max)
 
-    breaks = sorted({*(float(p) for p in points), float(grid[int(np.argmax(h))])})
+    # Break points at each anchor (``points`` and the grid's peak) and at distances width·4^j on
+    # either side: quad then never faces a long piece whose only mass is a narrow spike at one
+    # end (it samples such a piece sparsely and can miss the spike altogether).
+    anchors = {*(float(p) for p in points), float(grid[int(np.argmax(h))])}
+    offsets = width * 4.0 ** np.arange(int(math.log((high - low) / width, 4.0)) + 2)
+    breaks = sorted({a + s * o for a in anchors for s in (-1.0, 1.0) for o in offsets} | anchors)
     edges = [-math.inf, *breaks, math.inf]
     total = 0.0
     for a, b in itertools.pairwise(edges):
