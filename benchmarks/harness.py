@@ -7,6 +7,17 @@ seconds spent in ``fit`` and, for the DV estimator, the "oracle" bound: the exac
 certified on the estimator's own split with its own certificate (same confidence method, same
 bracket/threshold choice rule), the practical limit of any critic.
 
+Every cell also records the *sampling floor*: the plug-in estimate with the EXACT log ratio
+L = log p/q on the same samples, in its two forms,
+
+- P-form: 1/(α−1) · log mean_{x ∈ X} e^{(α−1) L(x)}   (X ~ P),
+- Q-form: 1/(α−1) · log mean_{y ∈ Y} e^{α L(y)}        (Y ~ Q),
+
+(log-sum-exp, no overflow), their median relative errors over the repetitions, and the ratio of
+the row's median relative error to the better (smaller) of the two floors: for ``dv`` rows, how
+far DV is from what the samples themselves allow. The floors depend only on the samples, so they
+are the same on every estimator's row of a cell.
+
 Estimators as benchmarked:
 
 - ``dv``: :class:`~rdpest.DVRenyiEstimator` with its defaults.
@@ -15,6 +26,9 @@ Estimators as benchmarked:
   only where the privacy loss is bounded (Laplace pairs); elsewhere the cell is skipped.
 - ``bernoulli``: :class:`~rdpest.BernoulliTPRFPRBaseline` (direct conversion, certified); on
   multivariate samples its scalar score is the coordinate sum (the direction of the shift).
+
+Families: :data:`rdpest.datasets.FAMILIES`; :data:`CLASSIC_FAMILIES` (the five of the first
+benchmark) gives back the old grid with ``main(..., families=CLASSIC_FAMILIES)``.
 
 Results: one JSON file per finished cell under ``<out>/cells/`` (atomic writes: an interrupted run
 resumes), then ``results.csv``, ``results.json`` and ``results.md``.
@@ -30,19 +44,40 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy.special import logsumexp
 from tqdm.auto import tqdm
 
-from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
+from rdpest.datasets import FAMILIES, family_parameters, log_likelihood_ratio, make_renyi_pair
 from rdpest.estimators.dv import DVRenyiEstimator
 from rdpest.estimators.privacy_loss import HoeffdingRenyiBound, MarkovRenyiBound
 from rdpest.estimators.threshold import BernoulliTPRFPRBaseline
 from rdpest.stats.certificates import certify_critic
 from rdpest.utils.io import atomic_write_text
 
-__all__ = ["ESTIMATORS", "grid", "main", "run_cell", "write_tables"]
+__all__ = [
+    "CLASSIC_FAMILIES",
+    "ESTIMATORS",
+    "grid",
+    "main",
+    "run_cell",
+    "sampling_floor",
+    "write_tables",
+]
 
 BETA = 0.05
 ESTIMATORS = ("dv", "markov", "hoeffding", "bernoulli")
+#: The families of the first benchmark grid (before issue 17 added the others).
+CLASSIC_FAMILIES = (
+    "gaussian_shift",
+    "gaussian_scale",
+    "laplace_shift",
+    "subsampled_gaussian",
+    "multivariate_gaussian",
+)
+# Orders and divergences of the cells of the families added by issue 17 (n = 500 per side); the
+# pairs a family cannot reach (laplace_scale near its infinite boundary) are left out.
+_NEW_FAMILY_ALPHAS = (1.25, 2.0, 4.0, 8.0)
+_NEW_FAMILY_DIVERGENCES = (0.0, 1.0, 4.0)
 
 
 def _exact_ratio(family: str, params: dict):
@@ -93,6 +128,24 @@ def _oracle_bound(est, X, Y, ratio, alpha) -> float:
     return max(0.0, cert.lower_bound)
 
 
+def sampling_floor(loss_p: np.ndarray, loss_q: np.ndarray, alpha: float) -> tuple[float, float]:
+    """Plug-in D_α with the exact log ratio: (P-form on L(X), Q-form on L(Y)).
+
+    P-form 1/(α−1) · log mean e^{(α−1)L(X)}, Q-form 1/(α−1) · log mean e^{αL(Y)}; both estimate
+    log E_Q[(p/q)^α]/(α−1) = D_α(P‖Q), by importance weighting from P and directly from Q.
+    """
+    loss_p = np.asarray(loss_p, dtype=np.float64)
+    loss_q = np.asarray(loss_q, dtype=np.float64)
+    p_form = (logsumexp((alpha - 1.0) * loss_p) - math.log(loss_p.size)) / (alpha - 1.0)
+    q_form = (logsumexp(alpha * loss_q) - math.log(loss_q.size)) / (alpha - 1.0)
+    return float(p_form), float(q_form)
+
+
+def _median_rel_error(values, truth: float) -> float:
+    values = np.asarray(values, dtype=np.float64)
+    return float(np.median(np.abs(values - truth)) / truth) if truth > 0 else math.nan
+
+
 def run_cell(
     estimator: str, family: str, alpha: float, divergence: float, n: int, repetitions: int
 ) -> dict | None:
@@ -109,6 +162,7 @@ def run_cell(
         est.fit(X, Y)
         seconds = time.perf_counter() - start
         raw = est.directions_["forward"].raw_lower_bound
+        floor_p, floor_q = sampling_floor(ratio(X), ratio(Y), alpha)
         rows.append(
             {
                 "point": est.divergence_,
@@ -117,10 +171,16 @@ def run_cell(
                 "oracle": _oracle_bound(est, X, Y, ratio, alpha) if estimator == "dv" else math.nan,
                 "seconds": seconds,
                 "truth": truth,
+                "floor_p": floor_p,
+                "floor_q": floor_q,
             }
         )
     point = np.array([r["point"] for r in rows])
     truth = rows[0]["truth"]
+    point_rel = _median_rel_error(point, truth)
+    floor_p = _median_rel_error([r["floor_p"] for r in rows], truth)
+    floor_q = _median_rel_error([r["floor_q"] for r in rows], truth)
+    best_floor = min(floor_p, floor_q)
     return {
         "estimator": estimator,
         "family": family,
@@ -131,21 +191,32 @@ def run_cell(
         "certified": bool(est.certified_),
         "point_mean": float(point.mean()),
         "point_sd": float(point.std(ddof=1)) if len(point) > 1 else 0.0,
-        "point_median_rel_error": (
-            float(np.median(np.abs(point - truth)) / truth) if truth > 0 else math.nan
-        ),
+        "point_median_rel_error": point_rel,
         "point_max": float(point.max()),
         "bound_mean": float(np.mean([r["bound"] for r in rows])),
         "miscoverage": float(np.mean([r["raw_bound"] > truth for r in rows])),
         "oracle_mean": float(np.mean([r["oracle"] for r in rows])),
         "seconds_median": float(np.median([r["seconds"] for r in rows])),
+        "floor_p_median_rel_error": floor_p,
+        "floor_q_median_rel_error": floor_q,
+        # The row's median relative error over the better floor (nan at D = 0, and inf where the
+        # exact plug-in was exact on every repetition).
+        "over_floor": (
+            point_rel / best_floor if best_floor > 0 else (math.inf if point_rel > 0 else math.nan)
+        ),
     }
 
 
-def grid(quick: bool = False) -> list[tuple[str, float, float, int]]:
-    """The (family, α, D, n) cells: the DV issue's targets, or a small smoke-test grid."""
+def grid(quick: bool = False, families=None) -> list[tuple[str, float, float, int]]:
+    """The (family, α, D, n) cells: the DV issue's targets plus the issue-17 families, or a small
+    smoke-test grid; ``families`` (default: all) keeps only those families' cells."""
+    families = FAMILIES if families is None else tuple(families)
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"unknown families {unknown}; choose from {FAMILIES}")
     if quick:
-        return [("gaussian_shift", 2.0, 1.0, 500), ("laplace_shift", 2.0, 0.0, 500)]
+        cells = [("gaussian_shift", 2.0, 1.0, 500), ("laplace_shift", 2.0, 0.0, 500)]
+        return [cell for cell in cells if cell[0] in families]
     cells = [
         ("gaussian_shift", alpha, d, n)
         for n in (500, 5000)
@@ -155,14 +226,27 @@ def grid(quick: bool = False) -> list[tuple[str, float, float, int]]:
     others = ("gaussian_scale", "laplace_shift", "subsampled_gaussian", "multivariate_gaussian")
     cells += [(family, 2.0, d, 500) for family in others for d in (0.0, 1.0, 4.0)]
     cells += [("laplace_shift", 2.0, d, 5000) for d in (0.0, 1.0, 4.0)]
-    return cells
+    for family in (f for f in FAMILIES if f not in CLASSIC_FAMILIES):
+        for alpha in _NEW_FAMILY_ALPHAS:
+            for d in _NEW_FAMILY_DIVERGENCES:
+                try:
+                    family_parameters(family, alpha, d)
+                except ValueError:  # out of the family's reach at this order
+                    continue
+                cells.append((family, alpha, d, 500))
+    return [cell for cell in cells if cell[0] in families]
 
 
 _COLUMNS = [
     "estimator", "family", "alpha", "n", "truth", "certified", "point_mean", "point_sd",
     "point_median_rel_error", "point_max", "bound_mean", "miscoverage", "oracle_mean",
-    "seconds_median", "repetitions",
+    "seconds_median", "repetitions", "floor_p_median_rel_error", "floor_q_median_rel_error",
+    "over_floor",
 ]  # fmt: skip
+
+
+def _fmt(value, spec: str = ".3f") -> str:
+    return "" if value is None or math.isnan(value) else format(value, spec)
 
 
 def write_tables(records: list[dict], out: Path) -> str:
@@ -175,8 +259,8 @@ def write_tables(records: list[dict], out: Path) -> str:
     atomic_write_text(out / "results.json", json.dumps(records, indent=2))
     lines = [
         "| estimator | family | α | n | truth | point mean ± sd | median rel. err | bound mean "
-        "| miscoverage | oracle bound | s/fit (median) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| miscoverage | oracle bound | s/fit (median) | floor rel. err P / Q | ÷ best floor |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(records, key=lambda r: (r["family"], r["n"], r["alpha"], r["truth"])):
         oracle = "" if math.isnan(r["oracle_mean"]) else f"{r['oracle_mean']:.3f}"
@@ -186,24 +270,38 @@ def write_tables(records: list[dict], out: Path) -> str:
         lines.append(
             f"| {r['estimator']} | {r['family']} | {r['alpha']:g} | {r['n']} | {r['truth']:.3g} "
             f"| {r['point_mean']:.3f} ± {r['point_sd']:.3f} | {rel} | {r['bound_mean']:.3f} "
-            f"| {r['miscoverage']:.3f} | {oracle} | {r['seconds_median']:.3f} |"
+            f"| {r['miscoverage']:.3f} | {oracle} | {r['seconds_median']:.3f} "
+            f"| {_fmt(r.get('floor_p_median_rel_error', math.nan))} / "
+            f"{_fmt(r.get('floor_q_median_rel_error', math.nan))} "
+            f"| {_fmt(r.get('over_floor', math.nan), '.2f')} |"
         )
     table = "\n".join(lines) + "\n"
     atomic_write_text(out / "results.md", table)
     return table
 
 
-def main(out, *, quick: bool = False, repetitions: int | None = None, estimators=ESTIMATORS) -> str:
-    """Run (or resume) the benchmark into ``out``; return the Markdown table."""
+def main(
+    out,
+    *,
+    quick: bool = False,
+    repetitions: int | None = None,
+    estimators=ESTIMATORS,
+    families=None,
+) -> str:
+    """Run (or resume) the benchmark into ``out``; return the Markdown table.
+
+    ``families``: only these families' cells (default: all; :data:`CLASSIC_FAMILIES` for the
+    first benchmark's grid).
+    """
     out = Path(out)
     repetitions = repetitions or (5 if quick else 50)
     records = []
-    cells = [(e, *cell) for cell in grid(quick) for e in estimators]
+    cells = [(e, *cell) for cell in grid(quick, families) for e in estimators]
     for estimator, family, alpha, d, n in tqdm(cells, desc="benchmark cells"):
         path = out / "cells" / f"{estimator}_{family}_a{alpha:g}_d{d:g}_n{n}_r{repetitions}.json"
-        if path.exists():  # finished in an earlier run: resume
-            record = json.loads(path.read_text())
-        else:
+        record = json.loads(path.read_text()) if path.exists() else None
+        # Resume from finished cells, except those written before the sampling floor existed.
+        if not path.exists() or (record is not None and "over_floor" not in record):
             record = run_cell(estimator, family, alpha, d, n, repetitions)
             atomic_write_text(path, json.dumps(record))
         if record is not None:
