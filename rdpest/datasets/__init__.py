@@ -47,7 +47,7 @@ from collections.abc import Callable
 import numpy as np
 
 from rdpest.datasets._families import (
-    FAMILIES,
+    FAMILY_OPTIONS,
     MAX_LOCATION,
     SOLVED_KEYS,
     check_options,
@@ -65,6 +65,9 @@ from rdpest.utils.validation import (
 )
 
 __all__ = ["FAMILIES", "family_parameters", "log_likelihood_ratio", "make_renyi_pair"]
+
+#: Names of the benchmark families accepted by :func:`make_renyi_pair`.
+FAMILIES = tuple(FAMILY_OPTIONS)
 
 # The true divergence of the solved parameters must match the request to this relative accuracy;
 # otherwise the request is out of reach in double precision and is refused.

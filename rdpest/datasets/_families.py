@@ -27,21 +27,8 @@ from rdpest.stats.divergences import (
 )
 from rdpest.utils.validation import check_positive, check_probability, check_real
 
-#: Names of the benchmark families accepted by :func:`rdpest.datasets.make_renyi_pair`.
-FAMILIES = (
-    "gaussian_shift",
-    "gaussian_scale",
-    "laplace_shift",
-    "subsampled_gaussian",
-    "multivariate_gaussian",
-    "student_t_shift",
-    "exponential_rate",
-    "gaussian_mixture",
-    "laplace_scale",
-    "poisson_rate",
-)
-
-# Optional keyword parameters of each family and their defaults.
+# Optional keyword parameters of each family and their defaults (the keys, in order, are the
+# families: rdpest.datasets.FAMILIES).
 FAMILY_OPTIONS: dict[str, dict[str, float]] = {
     "gaussian_shift": {},
     "gaussian_scale": {},
@@ -77,7 +64,6 @@ _NOISE_MULTIPLIER_RANGE = (0.05, 1e5)
 # resolve the noise. Beyond it N(μ, 1) rounds to a handful of values and the "exact" truth no
 # longer describes the samples (divergence=1e300 gave N(1e150, 1), every draw exactly 1e150).
 MAX_LOCATION = 2.0**32
-_MAX_LOCATION = MAX_LOCATION
 # Largest exponential rate (draws of size 1/λ stay normal floats).
 _LOG_MAX_RATE = math.log(1e300)
 # Largest Poisson rate: counts near 2^32 are exact in float64 and numpy's sampler accepts them.
@@ -353,10 +339,10 @@ def _solve_gaussian_mixture(alpha: float, divergence: float) -> dict:
     # cosh y ∈ [e^{|y|}/2, e^{|y|}] bounds E_Q[(p/q)^α] and gives
     # αμ²/2 − α log 2/(α−1) <= D <= αμ²/2 + log 2/(α−1): start the doubling at the lower end.
     start = math.sqrt(max(2.0 * (divergence - math.log(2.0) / (alpha - 1.0)) / alpha, 0.0))
-    if start > _MAX_LOCATION:
+    if start > MAX_LOCATION:
         raise ValueError(
             f"divergence {divergence!r} is too large for family 'gaussian_mixture' at alpha="
-            f"{alpha!r}: it needs component means beyond {_MAX_LOCATION:.3g}"
+            f"{alpha!r}: it needs component means beyond {MAX_LOCATION:.3g}"
         )
     mean = _solve_by_doubling(
         lambda m: _gaussian_mixture_renyi_divergence(alpha, m),
@@ -364,7 +350,7 @@ def _solve_gaussian_mixture(alpha: float, divergence: float) -> dict:
         "gaussian_mixture",
         alpha,
         max(start, 0.5),
-        _MAX_LOCATION,
+        MAX_LOCATION,
     )
     return {"mean": mean}
 
