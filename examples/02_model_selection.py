@@ -69,6 +69,7 @@ for k, fold in enumerate(folds):
     ax.plot(fold, labels, "k.", label="one fold" if k == 0 else None)
 ax.axvline(truth, color="black", ls="--", label="true D_2")
 ax.set_xlabel(f"held-out score (variational bracket), {search.n_splits_} folds")
+ax.set_title("mean (bar) ± one sd (whisker) over the folds; dots: each fold", fontsize="small")
 ax.legend()
 fig.tight_layout()
 path = args.out / "02_model_selection.png"
