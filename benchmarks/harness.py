@@ -23,7 +23,7 @@ Estimators as benchmarked:
 - ``dv``: :class:`~rdpest.DVRenyiEstimator` with its defaults.
 - ``markov``: :class:`~rdpest.MarkovRenyiBound` with the EXACT log ratio (certified).
 - ``hoeffding``: :class:`~rdpest.HoeffdingRenyiBound` with the exact log ratio and its true bound;
-  only where the privacy loss is bounded (Laplace pairs); elsewhere the cell is skipped.
+  only where the privacy loss is bounded (laplace_shift); elsewhere the cell is skipped.
 - ``bernoulli``: :class:`~rdpest.BernoulliTPRFPRBaseline` (direct conversion, certified); on
   multivariate samples its scalar score is the coordinate sum (the direction of the shift).
 
