@@ -14,7 +14,10 @@ over its copies, from tensors the first pass already kept. Where every trainable
 belongs to such a layer, :class:`OnePassTensor` computes these sums instead of the second pass:
 the vectorised form of per-example clipping (Abadi et al. 2016), with per-example norms
 ‖g_r a_rᵀ‖ = ‖g_r‖·‖a_r‖ (Goodfellow 2015, "Efficient per-example gradient computations").
-Anything else (a convolution, a loss Opacus must reshape) runs Opacus's own two passes.
+For a stacked convolution the clipped sum is the weight gradient of its grouped convolution at
+the output gradients c_r·g_r (and Σ_r c_r·g_r summed over positions for the bias): one
+weight-only convolution backward instead of the whole second pass through every layer. Anything
+else (another layer type, a loss Opacus must reshape) runs Opacus's own two passes.
 
 Everything else is Opacus's: its hooks compute the norms, its module the clipping factors, its
 optimizer the noise and the step. The criterion is the same cross-entropy, computed on a
@@ -89,14 +92,15 @@ def _plain_cross_entropy(criterion) -> bool:
 
 
 def one_pass_layers(module: nn.Module) -> list[nn.Module] | None:
-    """The stacked linear layers of an Opacus-wrapped stack, when they hold every trainable
-    parameter (the one-pass sums then apply); otherwise None."""
-    from rdpest.auditing.dpsgd.stacking import StackedLinear
+    """The stacked linear and convolution layers of an Opacus-wrapped stack that train, when
+    they hold every trainable parameter (the one-pass sums then apply); otherwise None."""
+    from rdpest.auditing.dpsgd.stacking import StackedConv2d, StackedLinear
 
     layers = [
         m
         for m in module.modules()
-        if type(m) is StackedLinear and any(p.requires_grad for p in m.parameters())
+        if type(m) in (StackedLinear, StackedConv2d)
+        and any(p.requires_grad for p in m.parameters())
     ]
     covered = {id(p) for m in layers for p in m.parameters() if p.requires_grad}
     trainable = [p for p in module.parameters() if p.requires_grad]

@@ -320,6 +320,9 @@ class StackedConv2d(nn.Module):
         # from it (a plain nn.Conv2d kept outside the module tree, so it is never trained).
         self._geometry = [copy.deepcopy(layer).requires_grad_(False).to("meta")]
         self.in_channels, self.out_channels = layer.in_channels, layer.out_channels
+        # As for StackedLinear: set by rdpest.auditing.dpsgd.one_pass for one step.
+        self.keep_rows = False
+        self.kept_rows: tuple[torch.Tensor, torch.Tensor] | None = None
         _stack_parameters(self, layer)
 
     @property
@@ -333,12 +336,11 @@ class StackedConv2d(nn.Module):
                 f"StackedConv2d expects rows (copies * n, {self.in_channels}, height, width), "
                 f"got shape {tuple(x.shape)}"
             )
-        k, c = self.copies, self.in_channels
+        k = self.copies
         n = x.shape[0] // k
-        grouped = x.reshape(k, n, c, *x.shape[2:]).transpose(0, 1).reshape(n, k * c, *x.shape[2:])
         g = self.geometry
         out = nn.functional.conv2d(
-            grouped,
+            self._grouped(x),
             self.weight.reshape(k * self.out_channels, *self.weight.shape[2:]),
             None if self.bias is None else self.bias.reshape(-1),
             stride=g.stride,
@@ -350,6 +352,39 @@ class StackedConv2d(nn.Module):
         return (
             out.reshape(n, k, o, *out.shape[2:]).transpose(0, 1).reshape(k * n, o, *out.shape[2:])
         )
+
+    def _grouped(self, rows: torch.Tensor) -> torch.Tensor:
+        """(K·n, c, h, w) rows as (n, K·c, h, w): copy k's rows become channel group k."""
+        k = self.copies
+        return (
+            rows.reshape(k, -1, *rows.shape[1:])
+            .transpose(0, 1)
+            .reshape(-1, k * rows.shape[1], *rows.shape[2:])
+        )
+
+    def clipped_sums(self, coeff: torch.Tensor) -> None:
+        """Set each copy's gradient to its sum of clipped per-row gradients, from the kept rows:
+        the weight gradient of the grouped convolution for the output gradients c_r·g_r (as
+        the second backward pass forms it, without the pass through the other layers), and
+        Σ_r c_r·Σ_positions g_r for the bias."""
+        a, g = self.kept_rows
+        self.kept_rows = None
+        scaled = g * coeff.to(g.dtype).reshape(-1, *([1] * (g.ndim - 1)))
+        if self.weight.requires_grad:
+            geometry = self.geometry
+            grad = nn.grad.conv2d_weight(
+                self._grouped(a),
+                (self.copies * self.out_channels, *self.weight.shape[2:]),
+                self._grouped(scaled),
+                stride=geometry.stride,
+                padding=geometry.padding,
+                dilation=geometry.dilation,
+                groups=self.copies * geometry.groups,
+            )
+            self.weight.grad = grad.reshape(self.weight.shape).to(self.weight.dtype)
+        if self.bias is not None and self.bias.requires_grad:
+            per_copy = scaled.reshape(self.copies, -1, self.out_channels, *scaled.shape[2:])
+            self.bias.grad = per_copy.sum(dim=(1, 3, 4)).to(self.bias.dtype)
 
     def extra_repr(self) -> str:
         return f"copies={self.copies}, {self.geometry.extra_repr()}"
@@ -366,6 +401,8 @@ def _stacked_conv_norm_sample(
     Opacus's own convolution per-sample-gradient function computes (from the unfolded input);
     the norms are its sums of squares.
     """
+    if layer.keep_rows:
+        layer.kept_rows = (activations[0].to(backprops.dtype), backprops)
     geometry = layer.geometry
     for plain, stacked in ((geometry.weight, layer.weight), (geometry.bias, layer.bias)):
         if plain is not None:

@@ -23,7 +23,12 @@ from rdpest.auditing.dpsgd.one_pass import (
     one_pass_layers,
     row_cross_entropy,
 )
-from rdpest.auditing.dpsgd.stacking import StackedGradSampleModule, StackedLinear, stack_model
+from rdpest.auditing.dpsgd.stacking import (
+    StackedConv2d,
+    StackedGradSampleModule,
+    StackedLinear,
+    stack_model,
+)
 
 COPIES, ROWS, FEATURES, CLASSES = 4, 30, 6, 5
 # torch notes, for Opacus's two passes, that the first layer's hook fires with no input gradient.
@@ -41,6 +46,24 @@ def _template(kind: str) -> nn.Sequential:
             return nn.Sequential(
                 nn.Linear(FEATURES, 8, bias=False), nn.ReLU(), nn.Linear(8, CLASSES, bias=False)
             )
+        if kind == "cnn":
+            return nn.Sequential(
+                nn.Unflatten(1, (1, 6, 6)),
+                nn.Conv2d(1, 3, 3, padding=1),
+                nn.Tanh(),
+                nn.AvgPool2d(2),
+                nn.Conv2d(3, 4, 2, stride=2, bias=False),  # 3x3 -> 1x1
+                nn.Flatten(),
+                nn.Linear(4, CLASSES),
+            )
+        if kind == "grouped_cnn":
+            return nn.Sequential(
+                nn.Unflatten(1, (2, 6, 6)),
+                nn.Conv2d(2, 4, 3, groups=2, dilation=2),
+                nn.ReLU(),
+                nn.Flatten(),
+                nn.Linear(4 * 2 * 2, CLASSES),
+            )
         net = nn.Sequential(nn.Linear(FEATURES, 8), nn.Tanh(), nn.Linear(8, CLASSES))
         if kind == "frozen_first_bias":
             net[0].bias.requires_grad_(False)
@@ -49,16 +72,16 @@ def _template(kind: str) -> nn.Sequential:
         return net
 
 
-def _data():
+def _data(features: int = FEATURES):
     generator = torch.Generator().manual_seed(7)
-    X = 3.0 * torch.randn(COPIES * ROWS, FEATURES, generator=generator)
+    X = 3.0 * torch.randn(COPIES * ROWS, features, generator=generator)
     y = torch.randint(0, CLASSES, (COPIES * ROWS,), generator=generator)
     return X, y
 
 
 def _private(kind: str, reduction: str, one_pass: bool, max_grad_norm: float = 0.2):
     net = stack_model(_template(kind), COPIES)
-    X, y = _data()
+    X, y = _data({"cnn": 36, "grouped_cnn": 72}.get(kind, FEATURES))
     loader = torch.utils.data.DataLoader(
         BatchedTensors(X, y), batch_size=len(X), collate_fn=identity_collate
     )
@@ -82,7 +105,15 @@ def _private(kind: str, reduction: str, one_pass: bool, max_grad_norm: float = 0
     return module, optimizer, criterion, X, y
 
 
-KINDS = ["lr", "mlp", "relu_no_bias", "frozen_first_bias", "frozen_first_layer"]
+KINDS = [
+    "lr",
+    "mlp",
+    "relu_no_bias",
+    "frozen_first_bias",
+    "frozen_first_layer",
+    "cnn",
+    "grouped_cnn",
+]
 
 
 @pytest.mark.parametrize("reduction", ["sum", "mean"])
@@ -126,6 +157,9 @@ def test_one_pass_layers_requires_every_trainable_parameter_in_a_stacked_linear(
     stacked = stack_model(_template("mlp"), 2)
     assert [type(m) for m in one_pass_layers(stacked)] == [StackedLinear, StackedLinear]
     conv = stack_model(nn.Sequential(nn.Conv2d(1, 2, 3), nn.Flatten(), nn.Linear(2 * 4 * 4, 3)), 2)
+    assert [type(m) for m in one_pass_layers(conv)] == [StackedConv2d, StackedLinear]
+    # A trainable parameter outside the stacked layers: Opacus's two passes.
+    conv.extra = nn.Parameter(torch.zeros(1))
     assert one_pass_layers(conv) is None
     assert one_pass_layers(nn.Sequential(nn.Tanh())) is None
 
