@@ -123,6 +123,34 @@ def stack_capacity() -> list[dict]:
     return rows
 
 
+def _yardstick_row(audit, model: str) -> dict:
+    """The same training (the audit's data, stack size and settings) by the vectorised torch
+    yardstick (benchmarks/vectorised_dpsgd.py, no Opacus), one thread, in this run."""
+    import torch
+    from vectorised_dpsgd import models_per_second
+
+    from rdpest.auditing.dpsgd.models import make_model
+
+    run = audit.score_fn
+    with torch.random.fork_rng(devices=[]):
+        net = make_model(model, int(run.X[0].size), run.n_classes)
+    rate = models_per_second(
+        net, run.X, run.y, run.runs_per_call, steps=STEPS, noise_multiplier=1.0
+    )
+    row = {
+        "model": model,
+        "stack_runs": "vectorised torch (no Opacus)",
+        "runs_per_call": run.runs_per_call,
+        "n_jobs": 1,
+        "steps": STEPS,
+        "models": 3 * run.runs_per_call,
+        "seconds": 3 * run.runs_per_call / rate,
+        "models_per_second": rate,
+    }
+    print(row, flush=True)
+    return row
+
+
 def throughput() -> list[dict]:
     """Models per second of the audit's training, stacked and one model at a time (plain Opacus),
     in one process; and the largest data size per stack."""
@@ -138,6 +166,8 @@ def throughput() -> list[dict]:
             audit.collect()
             seconds = time.perf_counter() - start
             rows.append(_throughput_row(audit, model, stack_runs, n_jobs, seconds))
+            if n_jobs == 1 and stack_runs == "auto" and model in ("lr", "mlp"):
+                rows.append(_yardstick_row(audit, model))
     capacity = stack_capacity()
     lines = [
         "# DP-SGD training throughput (CPU)",
@@ -145,7 +175,10 @@ def throughput() -> list[dict]:
         "Command: `python benchmarks/bench_auditing.py --throughput` (this machine: "
         f"{os.cpu_count()} cores; digits, 100 full-batch steps, sigma = 1). Stacked and plain "
         "(stack_runs=1, one Opacus PrivacyEngine per model) rows come from the same run; "
-        "absolute figures drift between runs, the ratios less so.",
+        'absolute figures drift between runs, the ratios less so. The "vectorised torch" rows '
+        "are a yardstick, not a trainer: the same DP-SGD on the same data and stack written "
+        "directly in torch without Opacus (benchmarks/vectorised_dpsgd.py; median of 3, one "
+        "thread), i.e. what this machine allows for these models.",
         "",
         "| model | stack_runs (models per stack) | n_jobs | steps | models | seconds | models/s |",
         "|---|---|---|---|---|---|---|",

@@ -210,3 +210,33 @@ def test_row_cross_entropy_gradcheck():
     z = torch.randn(5, 4, dtype=torch.double, requires_grad=True)
     t = torch.tensor([0, 3, 1, 1, 2])
     assert torch.autograd.gradcheck(lambda x: row_cross_entropy(x, t), (z,))
+
+
+def test_the_benchmarks_vectorised_yardstick_trains_what_the_audit_trains(digits_slice):
+    """The throughput benchmark compares the training with a vectorised torch yardstick
+    (benchmarks/vectorised_dpsgd.py); at σ = 0 with binding clipping it must follow the stacked
+    Opacus training (same tolerance as above: float32 rounding over tens of steps)."""
+    import importlib.util
+    from pathlib import Path
+
+    from rdpest.auditing.dpsgd.models import make_model
+    from rdpest.auditing.dpsgd.training import train_dp_sgd_many
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "vectorised_dpsgd.py"
+    spec = importlib.util.spec_from_file_location("vectorised_dpsgd", path)
+    yardstick = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(yardstick)
+    X, y = (torch.as_tensor(v) for v in digits_slice)
+    X, y = X.float(), y.long()
+    for kind in ("lr", "mlp"):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            net = make_model(kind, X.shape[1], 10)
+        settings = {"noise_multiplier": 0.0, "steps": 20, "max_grad_norm": 0.3}
+        stacked = train_dp_sgd_many(net, X, y, seeds=[0, 1], **settings)
+        ours = yardstick.train_vectorised(net, X, y, 2, **settings)
+        for k in range(2):
+            linears = [m for m in stacked[k] if isinstance(m, nn.Linear)]
+            for layer, (weight, bias) in zip(linears, ours, strict=True):
+                torch.testing.assert_close(weight[k], layer.weight, rtol=0, atol=1e-5)
+                torch.testing.assert_close(bias[k], layer.bias, rtol=0, atol=1e-5)

@@ -1,0 +1,95 @@
+"""A yardstick for the throughput benchmark: full-batch DP-SGD of K linear models or one-hidden-
+layer tanh MLPs written directly in torch, without Opacus, autograd or hooks.
+
+It is what this machine allows for these models: per-example norms in closed form
+(‖∇W_i‖² + ‖∇b_i‖² = ‖δ_i‖²(‖x_i‖² + 1) per linear layer, Goodfellow 2015), clipped sums as batched
+matrix products, one noise draw per stack and parameter. It is never used to audit: it only
+times the same arithmetic as an audit's training (Abadi et al. 2016's DP-SGD: clip at C, add
+N(0, σ²C²), step lr / n on the sum), so the benchmark can say how close the Opacus-based training
+comes to it on the same machine in the same run.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from torch import nn
+
+
+def _stacked(layer: nn.Linear, copies: int) -> tuple[torch.Tensor, torch.Tensor]:
+    weight = layer.weight.detach().unsqueeze(0).repeat(copies, 1, 1).clone()
+    bias = layer.bias.detach().unsqueeze(0).repeat(copies, 1).clone()
+    return weight, bias
+
+
+def train_vectorised(
+    net: nn.Sequential,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    copies: int,
+    *,
+    steps: int,
+    noise_multiplier: float,
+    max_grad_norm: float = 1.0,
+    learning_rate: float = 1.0,
+    seed: int = 0,
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Train ``copies`` DP-SGD runs of ``net`` (``Linear`` or ``Linear, Tanh, Linear``) on (X, y),
+    full batch; returns the stacked (weight, bias) of each layer."""
+    linears = [m for m in net if isinstance(m, nn.Linear)]
+    if len(linears) not in (1, 2):
+        raise ValueError("the yardstick trains Linear or Linear-Tanh-Linear networks")
+    params = [_stacked(layer, copies) for layer in linears]
+    n = X.shape[0]
+    a0 = X.unsqueeze(0).expand(copies, -1, -1)
+    a0_sq = (X * X).sum(dim=1) + 1.0  # ‖x_i‖² + 1, the same for every step
+    onehot = nn.functional.one_hot(y, linears[-1].out_features).to(X.dtype)
+    generator = torch.Generator().manual_seed(seed)
+    std = noise_multiplier * max_grad_norm
+    step = learning_rate / n
+    for _ in range(steps):
+        activations = [a0]
+        h = a0
+        for i, (weight, bias) in enumerate(params):
+            h = torch.baddbmm(bias.unsqueeze(1), h, weight.transpose(1, 2))
+            if i < len(params) - 1:
+                h = torch.tanh(h)
+                activations.append(h)
+        deltas = [torch.softmax(h, dim=-1) - onehot]  # ∂loss_i/∂logits
+        if len(params) == 2:
+            back = torch.bmm(deltas[0], params[1][0]) * (1.0 - activations[1] ** 2)
+            deltas.insert(0, back)
+        squared = deltas[0].pow(2).sum(-1) * a0_sq
+        if len(params) == 2:
+            squared = squared + deltas[1].pow(2).sum(-1) * (activations[1].pow(2).sum(-1) + 1.0)
+        coeff = (max_grad_norm / (squared.sqrt() + 1e-6)).clamp(max=1.0).unsqueeze(-1)
+        for (weight, bias), a, delta in zip(params, activations, deltas, strict=True):
+            clipped = delta * coeff
+            grad_w = torch.bmm(clipped.transpose(1, 2), a)
+            grad_b = clipped.sum(dim=1)
+            grad_w += torch.randn(grad_w.shape, generator=generator) * std
+            grad_b += torch.randn(grad_b.shape, generator=generator) * std
+            weight -= step * grad_w
+            bias -= step * grad_b
+    return params
+
+
+def models_per_second(
+    net: nn.Sequential, X, y, copies: int, *, steps: int, noise_multiplier: float, repeats: int = 3
+) -> float:
+    """Models per second of :func:`train_vectorised` on one thread of this machine (median of
+    ``repeats`` timings of one stack)."""
+    X = torch.as_tensor(X, dtype=torch.float32)
+    y = torch.as_tensor(y, dtype=torch.long)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            train_vectorised(net, X, y, copies, steps=steps, noise_multiplier=noise_multiplier)
+            times.append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
+    return copies / sorted(times)[len(times) // 2]
