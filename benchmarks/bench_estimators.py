@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/bench_estimators.py            # full grid, 50 repetitions per cell
     python benchmarks/bench_estimators.py --quick    # two cells, 5 repetitions
+    python benchmarks/bench_estimators.py --families gaussian_shift laplace_shift  # some families
     python benchmarks/bench_estimators.py --scale    # one DV fit at n = 100,000: seconds, memory
 
 Results go to benchmarks/results/estimators/ (per-cell JSON, results.csv/.json/.md); a re-run
@@ -51,6 +52,12 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repetitions", type=int, default=None)
     parser.add_argument("--scale", action="store_true")
+    parser.add_argument(
+        "--families",
+        nargs="+",
+        default=None,
+        help="only these families' cells (default: all; 'classic' for the first benchmark's five)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.scale:
@@ -65,7 +72,10 @@ def main(argv=None) -> int:
         )
         print(json.dumps(result, indent=2))
         return 0
-    print(harness.main(args.out, quick=args.quick, repetitions=args.repetitions))
+    families = args.families
+    if families == ["classic"]:
+        families = harness.CLASSIC_FAMILIES
+    print(harness.main(args.out, quick=args.quick, repetitions=args.repetitions, families=families))
     return 0
 
 
