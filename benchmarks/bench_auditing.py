@@ -289,6 +289,12 @@ def memory(n_runs: int, n_jobs: int) -> dict:
     atomic_write_text(OUT / "memory.json", json.dumps(result, indent=2))
     atomic_write_text(
         OUT / "memory.md",
+        "# Peak memory of a default audit\n\n"
+        f"Command: `python benchmarks/bench_auditing.py --memory --runs {n_runs} --n-jobs "
+        f"{n_jobs}` (this machine: {os.cpu_count()} cores). A fresh `DPSGDAuditor` with its "
+        'defaults (logistic regression, stack size "auto", digits) but sigma = 10 and '
+        f"{STEPS} steps; peak resident memory of the main process and of every joblib worker "
+        "(read from /proc), summed.\n\n"
         "| runs (with + without) | n_jobs | seconds | peak MB main | peak MB workers | total |\n"
         "|---|---|---|---|---|---|\n"
         f"| {n_runs} + {n_runs} | {n_jobs} | {seconds:.0f} | {result['peak_mb_main']:.0f} "
