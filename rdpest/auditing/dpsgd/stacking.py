@@ -22,8 +22,8 @@ Why each copy is exactly one DP-SGD run (Abadi et al. 2016) through Opacus's ``P
    input) and clips, is the norm of example i's gradient in model k.
 2. Summing. Ghost clipping's second backward pass forms Σ_r c_r ∇loss_r; slice k of it is model
    k's sum of clipped per-example gradients. Where every trainable layer is a
-   :class:`StackedLinear`, the same sums come in closed form from the first pass instead
-   (:mod:`rdpest.auditing.dpsgd.one_pass` says why they are equal).
+   :class:`StackedLinear` or a :class:`StackedConv2d`, the same sums come from the first pass
+   instead (:mod:`rdpest.auditing.dpsgd.one_pass` says why they are equal).
 3. Noise. Opacus's optimizer adds N(0, σ²C²) noise to each parameter's summed gradient, one
    draw of the parameter's shape per step from the optimizer's generator. For a stacked
    parameter that one draw has the shape (K, ...), so every copy's slice is i.i.d.
@@ -36,7 +36,7 @@ Why each copy is exactly one DP-SGD run (Abadi et al. 2016) through Opacus's ``P
 
 Two Opacus classes are specialised on the instances that ``make_private`` returns (nothing global
 changes), and for speed only: the module's sum of per-row norms (:class:`StackedGradSampleModule`)
-and, for linear stacks, the criterion's backward (one pass instead of two,
+and the criterion's backward (one pass instead of two,
 :class:`~rdpest.auditing.dpsgd.one_pass.OnePassLoss`). The noise and the step are Opacus's own.
 
 So each copy follows the trajectory of :func:`rdpest.auditing.dpsgd.training.train_dp_sgd` with
@@ -494,9 +494,9 @@ def stackable(net: nn.Module, input_ndim: int = 2) -> bool:
     return True
 
 
-# The specialised method mirrors Opacus's own ``get_norm_sample``, and the convolution norms call
-# Opacus's convolution per-sample-gradient function, of these releases; "auto" does not stack
-# under any other release.
+# The specialised methods mirror Opacus's own ``get_norm_sample`` and its ghost-clipping loss
+# backward, and the convolution norms call Opacus's convolution per-sample-gradient function, of
+# these releases; "auto" does not stack under any other release.
 TESTED_OPACUS = ("1.5", "1.6")
 
 
