@@ -48,12 +48,13 @@ from pathlib import Path
 
 import numpy as np
 from joblib import Parallel, delayed
-from scipy.special import logsumexp
 from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
 from rdpest.estimators.dv import _clipped_bracket, _evaluate
+from rdpest.stats.certificates import _dv_bracket
+from rdpest.stats.regions import log_mean_exp
 from rdpest.utils.io import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results" / "point_estimates"
@@ -75,10 +76,6 @@ COLUMNS = (
     "ensemble4",
     "crossfit2",
 )
-
-
-def _log_mean_exp(values) -> float:
-    return float(logsumexp(values) - np.log(len(values)))
 
 
 def _range(g_p, g_q) -> tuple[float, float]:
@@ -112,11 +109,11 @@ def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, ou
         "seed": seed,
         "truth": truth,
         "dv": est.divergence_,
-        "oracle_bracket": a / (a - 1) * _log_mean_exp((a - 1) * lp) - _log_mean_exp(a * lq),
-        "oracle_all": a / (a - 1) * _log_mean_exp((a - 1) * L(X)) - _log_mean_exp(a * L(Y)),
-        "floor_half": _log_mean_exp((a - 1) * lp) / (a - 1),
-        "floor": _log_mean_exp((a - 1) * L(X)) / (a - 1),
-        "pform": _log_mean_exp((a - 1) * (g_p - _log_mean_exp(g_q))) / (a - 1),
+        "oracle_bracket": _dv_bracket(lp, lq, a),
+        "oracle_all": _dv_bracket(L(X), L(Y), a),
+        "floor_half": log_mean_exp((a - 1) * lp) / (a - 1),
+        "floor": log_mean_exp((a - 1) * L(X)) / (a - 1),
+        "pform": log_mean_exp((a - 1) * (g_p - log_mean_exp(g_q))) / (a - 1),
     }
     rng = np.random.default_rng([seed, 17])
     critics = [est.critics_["forward"]]

@@ -44,7 +44,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy.special import logsumexp
 from tqdm.auto import tqdm
 
 from rdpest.datasets import FAMILIES, family_parameters, log_likelihood_ratio, make_renyi_pair
@@ -52,6 +51,7 @@ from rdpest.estimators.dv import DVRenyiEstimator
 from rdpest.estimators.privacy_loss import HoeffdingRenyiBound, MarkovRenyiBound
 from rdpest.estimators.threshold import BernoulliTPRFPRBaseline
 from rdpest.stats.certificates import certify_critic
+from rdpest.stats.regions import log_mean_exp
 from rdpest.utils.io import atomic_write_text
 
 __all__ = [
@@ -136,9 +136,9 @@ def sampling_floor(loss_p: np.ndarray, loss_q: np.ndarray, alpha: float) -> tupl
     """
     loss_p = np.asarray(loss_p, dtype=np.float64)
     loss_q = np.asarray(loss_q, dtype=np.float64)
-    p_form = (logsumexp((alpha - 1.0) * loss_p) - math.log(loss_p.size)) / (alpha - 1.0)
-    q_form = (logsumexp(alpha * loss_q) - math.log(loss_q.size)) / (alpha - 1.0)
-    return float(p_form), float(q_form)
+    p_form = log_mean_exp((alpha - 1.0) * loss_p) / (alpha - 1.0)
+    q_form = log_mean_exp(alpha * loss_q) / (alpha - 1.0)
+    return p_form, q_form
 
 
 def _median_rel_error(values, truth: float) -> float:
