@@ -59,7 +59,10 @@ def _throughput_auditor(model, n_runs: int, n_jobs: int, device: str, stack_runs
     ).auditor()
 
 
-def _throughput_row(audit, model, stack_runs, n_jobs: int, seconds: float) -> dict:
+def _throughput_row(audit, model, stack_runs, n_jobs: int, seconds) -> dict:
+    """One row; ``seconds`` is one timing or a list of repeated timings (median reported)."""
+    timings = [float(t) for t in (seconds if isinstance(seconds, list) else [seconds])]
+    median = sorted(timings)[len(timings) // 2]
     row = {
         "model": model,
         "stack_runs": stack_runs,
@@ -67,8 +70,13 @@ def _throughput_row(audit, model, stack_runs, n_jobs: int, seconds: float) -> di
         "n_jobs": n_jobs,
         "steps": STEPS,
         "models": 2 * audit.n_runs,
-        "seconds": seconds,
-        "models_per_second": 2 * audit.n_runs / seconds,
+        "seconds": median,
+        "timings": timings,
+        "models_per_second": 2 * audit.n_runs / median,
+        "models_per_second_range": [
+            2 * audit.n_runs / max(timings),
+            2 * audit.n_runs / min(timings),
+        ],
     }
     print(row, flush=True)
     return row
@@ -76,14 +84,18 @@ def _throughput_row(audit, model, stack_runs, n_jobs: int, seconds: float) -> di
 
 # (model, runs per arm, stack_runs) for --throughput: "auto" stacks at most a quarter of the
 # runs, so 256 runs per arm give stacks of up to 64.
+# Each configuration is timed REPEATS times and the median reported: this host's speed drifts
+# by up to 1.5x between runs minutes apart, and one timing per row made the table's absolute
+# figures depend on when a row happened to run.
 THROUGHPUT_CASES = (
     ("lr", 256, "auto"),
-    ("lr", 64, 1),
+    ("lr", 32, 1),
     ("mlp", 256, "auto"),
-    ("mlp", 32, 1),
-    ("cnn", 8, 1),
-    ("cnn", 16, 8),
+    ("mlp", 16, 1),
+    ("cnn", 4, 1),
+    ("cnn", 8, 8),
 )
+REPEATS = 3
 
 
 def stack_capacity() -> list[dict]:
@@ -134,18 +146,24 @@ def _yardstick_row(audit, model: str) -> dict:
     run = audit.score_fn
     with torch.random.fork_rng(devices=[]):
         net = make_model(model, int(run.X[0].size), run.n_classes)
-    rate = models_per_second(
-        net, run.X, run.y, run.runs_per_call, steps=STEPS, noise_multiplier=1.0
-    )
+    rates = [
+        models_per_second(
+            net, run.X, run.y, run.runs_per_call, steps=STEPS, noise_multiplier=1.0, repeats=1
+        )
+        for _ in range(REPEATS)
+    ]
+    rate = sorted(rates)[len(rates) // 2]
     row = {
         "model": model,
         "stack_runs": "vectorised torch (no Opacus)",
         "runs_per_call": run.runs_per_call,
         "n_jobs": 1,
         "steps": STEPS,
-        "models": 3 * run.runs_per_call,
-        "seconds": 3 * run.runs_per_call / rate,
+        "models": run.runs_per_call,
+        "seconds": run.runs_per_call / rate,
+        "timings": [run.runs_per_call / r for r in rates],
         "models_per_second": rate,
+        "models_per_second_range": [min(rates), max(rates)],
     }
     print(row, flush=True)
     return row
@@ -162,10 +180,12 @@ def throughput() -> list[dict]:
                 audit.n_runs = 16
                 audit.collect()
                 audit.n_runs = n_runs
-            start = time.perf_counter()
-            audit.collect()
-            seconds = time.perf_counter() - start
-            rows.append(_throughput_row(audit, model, stack_runs, n_jobs, seconds))
+            timings = []
+            for _ in range(REPEATS):  # no store: every collect trains all runs again
+                start = time.perf_counter()
+                audit.collect()
+                timings.append(time.perf_counter() - start)
+            rows.append(_throughput_row(audit, model, stack_runs, n_jobs, timings))
             if n_jobs == 1 and stack_runs == "auto" and model in ("lr", "mlp"):
                 rows.append(_yardstick_row(audit, model))
     capacity = stack_capacity()
@@ -177,15 +197,19 @@ def throughput() -> list[dict]:
         "(stack_runs=1, one Opacus PrivacyEngine per model) rows come from the same run; "
         'absolute figures drift between runs, the ratios less so. The "vectorised torch" rows '
         "are a yardstick, not a trainer: the same DP-SGD on the same data and stack written "
-        "directly in torch without Opacus (benchmarks/vectorised_dpsgd.py; median of 3, one "
-        "thread), i.e. what this machine allows for these models.",
+        "directly in torch without Opacus (benchmarks/vectorised_dpsgd.py; one "
+        "thread), i.e. what this machine allows for these models. Every row is the median of "
+        f"{REPEATS} timings of the same training (seconds: the median timing; models/s: at the "
+        "median, with the range over the timings).",
         "",
-        "| model | stack_runs (models per stack) | n_jobs | steps | models | seconds | models/s |",
-        "|---|---|---|---|---|---|---|",
+        "| model | stack_runs (models per stack) | n_jobs | steps | models | seconds | models/s "
+        "| range |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     lines += [
         f"| {r['model']} | {r['stack_runs']} ({r['runs_per_call']}) | {r['n_jobs']} "
-        f"| {r['steps']} | {r['models']} | {r['seconds']:.1f} | {r['models_per_second']:.2f} |"
+        f"| {r['steps']} | {r['models']} | {r['seconds']:.1f} | {r['models_per_second']:.2f} "
+        f"| {r['models_per_second_range'][0]:.2f}–{r['models_per_second_range'][1]:.2f} |"
         for r in rows
     ]
     budget = capacity[0]["budget_bytes"]
