@@ -5,7 +5,11 @@
    each stacked (``stack_runs="auto"``, and an explicit stack for the CNN, which "auto" does not
    stack on the CPU) and one model at a time (``stack_runs=1``, plain Opacus), in the same run;
    and the largest data set (rows, full batch) that fits the memory budget of one stack for
-   every built-in model. ``--throughput-cuda``: the same on a CUDA GPU, with stacks of 16 to 256.
+   every built-in model. Each row is the median of three timings, and reports the rate of the
+   models' forward and backward arithmetic (GFLOP/s), so rows can be compared with what this
+   machine's batched products reach (the vectorised yardstick's rows). ``--throughput-render``
+   rewrites the table from the stored JSON. ``--throughput-cuda``: the same on a CUDA GPU, with
+   stacks of 16 to 256.
 2. Protocol (``--protocol``, the default): the set-up of Kim, Varshney & Alabi (2026), Tables 1/2,
    at small scale on scikit-learn's digits: worst-case (pretrained) initialisation, blank canary,
    full batch, C = 1, 100 steps, 500 runs with and 500 without the canary, for μ in
@@ -92,7 +96,7 @@ THROUGHPUT_CASES = (
     ("lr", 32, 1),
     ("mlp", 256, "auto"),
     ("mlp", 16, 1),
-    ("cnn", 4, 1),
+    ("cnn", 5, 1),
     ("cnn", 8, 8),
 )
 REPEATS = 3
@@ -188,7 +192,34 @@ def throughput() -> list[dict]:
             rows.append(_throughput_row(audit, model, stack_runs, n_jobs, timings))
             if n_jobs == 1 and stack_runs == "auto" and model in ("lr", "mlp"):
                 rows.append(_yardstick_row(audit, model))
+    write_throughput_tables(rows)
+    return rows
+
+
+def training_gflop(model: str) -> float:
+    """GFLOP of one model's training in the throughput benchmark: torch's FlopCounterMode count
+    of one full-batch forward and backward pass on the audit's training rows, times the steps
+    (the per-example norms, clipping and noise come on top)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from rdpest.auditing.dpsgd.models import make_model
+
+    run = _throughput_auditor(model, 8, 1, "cpu", 1).score_fn
+    with torch.random.fork_rng(devices=[]):
+        net = make_model(model, int(run.X[0].size), run.n_classes)
+    X = torch.as_tensor(run.X, dtype=torch.float32).reshape(len(run.X), -1)
+    y = torch.as_tensor(run.y, dtype=torch.long)
+    with FlopCounterMode(display=False) as counter:
+        torch.nn.functional.cross_entropy(net(X), y).backward()
+    return counter.get_total_flops() * STEPS / 1e9
+
+
+def write_throughput_tables(rows: list[dict]) -> None:
+    """throughput.json and throughput.md from the timed rows (``--throughput-render`` re-renders
+    them from a stored throughput.json)."""
     capacity = stack_capacity()
+    gflop = {model: training_gflop(model) for model in sorted({r["model"] for r in rows})}
     lines = [
         "# DP-SGD training throughput (CPU)",
         "",
@@ -200,16 +231,24 @@ def throughput() -> list[dict]:
         "directly in torch without Opacus (benchmarks/vectorised_dpsgd.py; one "
         "thread), i.e. what this machine allows for these models. Every row is the median of "
         f"{REPEATS} timings of the same training (seconds: the median timing; models/s: at the "
-        "median, with the range over the timings).",
+        "median, with the range over the timings). GFLOP/s: the rate of the models' forward and "
+        "backward arithmetic (torch's FlopCounterMode count of one model's full-batch pass on the "
+        "training rows, times the steps: "
+        + ", ".join(f"{m} {g:.2f} GFLOP per model" for m, g in gflop.items())
+        + "; per-example norms, clipping and noise come on top). The yardstick's GFLOP/s is what "
+        "well-shaped batched products reach on one thread of this machine, so a model whose "
+        "training needs more arithmetic than that rate allows cannot reach a higher models/s "
+        "here.",
         "",
         "| model | stack_runs (models per stack) | n_jobs | steps | models | seconds | models/s "
-        "| range |",
-        "|---|---|---|---|---|---|---|---|",
+        "| range | GFLOP/s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     lines += [
         f"| {r['model']} | {r['stack_runs']} ({r['runs_per_call']}) | {r['n_jobs']} "
         f"| {r['steps']} | {r['models']} | {r['seconds']:.1f} | {r['models_per_second']:.2f} "
-        f"| {r['models_per_second_range'][0]:.2f}–{r['models_per_second_range'][1]:.2f} |"
+        f"| {r['models_per_second_range'][0]:.2f}–{r['models_per_second_range'][1]:.2f} "
+        f"| {r['models_per_second'] * gflop[r['model']]:.1f} |"
         for r in rows
     ]
     budget = capacity[0]["budget_bytes"]
@@ -231,10 +270,10 @@ def throughput() -> list[dict]:
         for c in capacity
     ]
     atomic_write_text(
-        OUT / "throughput.json", json.dumps({"rows": rows, "capacity": capacity}, indent=2)
+        OUT / "throughput.json",
+        json.dumps({"rows": rows, "capacity": capacity, "gflop_per_model": gflop}, indent=2),
     )
     atomic_write_text(OUT / "throughput.md", "\n".join(lines) + "\n")
-    return rows
 
 
 def throughput_cuda() -> list[dict]:
@@ -513,9 +552,17 @@ def main(argv=None) -> int:
         action="store_true",
         help="the smallest claim's losses from 10000 + 10000 runs",
     )
+    parser.add_argument(
+        "--throughput-render",
+        action="store_true",
+        help="rewrite throughput.md from the stored throughput.json (no timing)",
+    )
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--n-jobs", type=int, default=2)
     args = parser.parse_args(argv)
+    if args.throughput_render:
+        write_throughput_tables(json.loads((OUT / "throughput.json").read_text())["rows"])
+        return 0
     if not (
         args.throughput or args.throughput_cuda or args.protocol or args.memory or args.reference
     ):
