@@ -73,9 +73,10 @@ def default_estimators(alpha: float, random_state: int) -> dict:
     ``dv`` (certified), ``bernoulli`` (the threshold baseline, certified) and ``gdp_route`` (the
     prior state of the art's (ε, δ) → μ-GDP → RDP route; assumes a Gaussian trade-off curve, so
     it is reported but never decides the verdict). The DV point estimate is the median over five
-    train/certify partitions (``n_repeats=5``): an audit reports it as its headline number, five
-    partitions make it markedly steadier than one, and the extra critic fits cost seconds next to
-    the training runs (only the first partition certifies, so the bound keeps its level).
+    train/certify partitions (``n_repeats=5``), each cross-fitted (the estimator's default): an
+    audit reports it as its headline number, five partitions make it markedly steadier than one,
+    and the extra critic fits cost seconds next to the training runs (only the first partition's
+    first critic certifies, so the bound keeps its level).
     """
     from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator
 

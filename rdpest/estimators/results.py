@@ -9,7 +9,7 @@ share (estimate, bound, level, unclamped bound, split sizes and the certifying r
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -42,6 +42,10 @@ class DVDiagnostics:
         The unclamped bound of each fold (two with ``cross_fit``).
     repeat_points : list of float
         The point estimate of each partition (``n_repeats`` of them).
+    fold_points : list of float
+        The first partition's point estimate of each fold: the certified critic's bracket on the
+        certifying part first; with ``cross_fit`` or ``point_estimate="cross_fit"`` also the
+        reverse fold's bracket on the training part. ``repeat_points[0]`` is their mean.
     """
 
     certificate: str
@@ -51,6 +55,7 @@ class DVDiagnostics:
     best_epoch: int
     fold_lower_bounds: list[float]
     repeat_points: list[float]
+    fold_points: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,10 @@ SMALL_DV = {"hidden_layer_sizes": (8,), "max_epochs": 20}
 
 def _estimators(random_state: int) -> dict:
     """The default estimators with a small DV critic (validity does not depend on the critic;
-    n_repeats is left at 1 since it does not change the bound, see
-    tests/estimators/test_coverage_of_what_users_run.py)."""
+    n_repeats is left at 1 and the point estimate at "split" since neither changes the bound,
+    see tests/estimators/test_coverage_of_what_users_run.py and test_dv_point_estimate.py)."""
     estimators = default_estimators(ALPHA, random_state)
-    estimators["dv"] = estimators["dv"].set_params(n_repeats=1, **SMALL_DV)
+    estimators["dv"] = estimators["dv"].set_params(n_repeats=1, point_estimate="split", **SMALL_DV)
     return estimators
 
 
