@@ -3,9 +3,9 @@
 For every cell (family, α, D, n per side) and seed, on the same samples and the estimator's own
 train/certify split, it records the relative error of
 
-- ``dv``: ``DVRenyiEstimator`` with its defaults (``divergence_``: the clipped bracket
-  α/(α−1)·log mean_P e^{(α−1)g} − log mean_Q e^{αg} of the trained critic g on the certifying
-  half);
+- ``dv``: ``DVRenyiEstimator`` with its defaults but ``point_estimate="split"`` (``divergence_``:
+  the clipped bracket α/(α−1)·log mean_P e^{(α−1)g} − log mean_Q e^{αg} of the trained critic g
+  on the certifying half; the default before cross-fitted points);
 - ``oracle_bracket``: the same bracket with the EXACT log ratio L = log p/q in place of g, on the
   same certifying half: what DV would give with a perfect critic;
 - ``oracle_all``: that bracket on the whole samples: what a perfect critic would give if every
@@ -92,14 +92,34 @@ def _range(g_p, g_q) -> tuple[float, float]:
     return float(min(g_p.min(), g_q.min())), float(max(g_p.max(), g_q.max()))
 
 
+def _cell_path(out: Path, family: str, alpha: float, divergence: float, n: int, seed: int):
+    return out / "cells" / f"{family}_{alpha:g}_{divergence:g}_{n}_{seed}.json"
+
+
+def _samples(family: str, alpha: float, divergence: float, n: int, seed: int):
+    """One seed's samples, the true divergence and the exact log ratio."""
+    X, Y, truth = make_renyi_pair(family, alpha, divergence, n, random_state=seed)
+    return X, Y, truth, log_likelihood_ratio(family, family_parameters(family, alpha, divergence))
+
+
+def _cell_key(family: str, alpha: float, divergence: float, n: int, seed: int, truth: float):
+    return {
+        "family": family,
+        "alpha": alpha,
+        "divergence": divergence,
+        "n": n,
+        "seed": seed,
+        "truth": truth,
+    }
+
+
 def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, out: Path):
     """All columns for one seed of one cell (read back if already written)."""
-    path = out / "cells" / f"{family}_{alpha:g}_{divergence:g}_{n}_{seed}.json"
+    path = _cell_path(out, family, alpha, divergence, n, seed)
     if path.exists():
         return json.loads(path.read_text())
-    X, Y, truth = make_renyi_pair(family, alpha, divergence, n, random_state=seed)
-    L = log_likelihood_ratio(family, family_parameters(family, alpha, divergence))
-    est = DVRenyiEstimator(alpha=alpha, random_state=seed).fit(X, Y)
+    X, Y, truth, L = _samples(family, alpha, divergence, n, seed)
+    est = DVRenyiEstimator(alpha=alpha, random_state=seed, point_estimate="split").fit(X, Y)
     P, Q = (np.asarray(A, dtype=float).reshape(len(A), -1) for A in (X, Y))
     forward = est.directions_["forward"]
     test_p = np.zeros(len(P), dtype=bool)
@@ -112,12 +132,7 @@ def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, ou
     lo, hi = est.critic_ranges_["forward"]
     g_p, g_q = np.clip(g_p, lo, hi), np.clip(g_q, lo, hi)
     row = {
-        "family": family,
-        "alpha": a,
-        "divergence": divergence,
-        "n": n,
-        "seed": seed,
-        "truth": truth,
+        **_cell_key(family, a, divergence, n, seed, truth),
         "dv": est.divergence_,
         "oracle_bracket": _dv_bracket(lp, lq, a),
         "oracle_all": _dv_bracket(L(X), L(Y), a),
@@ -150,11 +165,10 @@ CROSS_FIT_COLUMNS = ("split", "cross_fit", "oracle_all", "floor", "floor_q")
 
 def cross_fit_seed(family: str, alpha: float, divergence: float, n: int, seed: int, out: Path):
     """The split and cross-fitted point estimates of one fit, and the exact-L columns."""
-    path = out / "cells" / f"{family}_{alpha:g}_{divergence:g}_{n}_{seed}.json"
+    path = _cell_path(out, family, alpha, divergence, n, seed)
     if path.exists():
         return json.loads(path.read_text())
-    X, Y, truth = make_renyi_pair(family, alpha, divergence, n, random_state=seed)
-    L = log_likelihood_ratio(family, family_parameters(family, alpha, divergence))
+    X, Y, truth, L = _samples(family, alpha, divergence, n, seed)
     start = time.perf_counter()
     est = DVRenyiEstimator(alpha=alpha, random_state=seed, point_estimate="cross_fit").fit(X, Y)
     seconds = time.perf_counter() - start
@@ -162,12 +176,7 @@ def cross_fit_seed(family: str, alpha: float, divergence: float, n: int, seed: i
     a = float(alpha)
     lp, lq = L(X), L(Y)
     row = {
-        "family": family,
-        "alpha": a,
-        "divergence": divergence,
-        "n": n,
-        "seed": seed,
-        "truth": truth,
+        **_cell_key(family, a, divergence, n, seed, truth),
         "split": diagnostics.fold_points[0],
         "cross_fit": est.divergence_,
         "oracle_all": _dv_bracket(lp, lq, a),
@@ -202,15 +211,25 @@ def summarise(rows: list[dict], columns=COLUMNS) -> list[dict]:
     return summary
 
 
-def table(summary: list[dict], command: str) -> str:
-    lines = [
-        "# Point estimates: the critic's error against the bracket's own",
+def _header(title: str, command: str, explanation: str) -> list[str]:
+    return [
+        f"# {title}",
         "",
         f"Command: `{command}`. Median relative error over seeds (median signed error in "
-        "brackets); every column on the same samples and the estimator's own split. Columns: "
-        "see the script's docstring (`oracle_bracket`: DV's bracket with the exact log ratio; "
-        "`floor`: the P-form plug-in with the exact log ratio on all of P).",
+        f"brackets); {explanation}",
         "",
+    ]
+
+
+def table(summary: list[dict], command: str) -> str:
+    lines = [
+        *_header(
+            "Point estimates: the critic's error against the bracket's own",
+            command,
+            "every column on the same samples and the estimator's own split. Columns: see the "
+            "script's docstring (`oracle_bracket`: DV's bracket with the exact log ratio; "
+            "`floor`: the P-form plug-in with the exact log ratio on all of P).",
+        ),
         "| family | α | D | n | seeds | " + " | ".join(COLUMNS) + " |",
         "|---|---|---|---|---|" + "---|" * len(COLUMNS),
     ]
@@ -262,25 +281,32 @@ def fit_time(families, alpha: float, n: int, seeds: int, out: Path, command: str
     return text
 
 
+CROSS_FIT_EXPLANATION = " ".join(
+    [
+        "`split` and `cross_fit` come from one fit per seed (the certified fold's bracket, and",
+        "its mean with the reverse fold's); `oracle_all`: DV's bracket with the exact log ratio",
+        "on all samples (what a perfect critic with cross-fitting would give); `floor` /",
+        "`floor_q`: the P- and Q-form plug-ins with the exact log ratio on all samples.",
+        "`spread`: the interquartile range of the cross-fitted estimates. `bound`: mean",
+        "certified lower bound (the same under both settings). `ratio`: cross_fit's error over",
+        "split's. `vs floor`: cross_fit's error over the better floor's. `target`: the accuracy",
+        "targets for the (cross-fitted) estimate: error <= max(2 x the better floor's, 0.05) at",
+        "α <= 4, error <= 0.25 at α >= 8; `(exact ratio misses too)` marks a missed cell where",
+        "the exact log ratio misses the same target: at α <= 4 its bracket on all samples",
+        "(`oracle_all`, the estimate with a perfect critic, whose first-order error is that of",
+        "the functional's efficient influence function, the least any estimator that learns the",
+        "ratio can have), at α >= 8 every exact-ratio column.",
+    ]
+)
+
+
 def cross_fit_table(summary: list[dict], command: str) -> str:
     lines = [
-        "# Point estimates: split against cross-fitted (DVRenyiEstimator point_estimate)",
-        "",
-        f"Command: `{command}`. Median relative error over seeds (median signed error in "
-        "brackets); `split` and `cross_fit` come from one fit per seed (the certified fold's "
-        "bracket, and its mean with the reverse fold's); `oracle_all`: DV's bracket with the "
-        "exact log ratio on all samples (what a perfect critic with cross-fitting would give); "
-        "`floor` / `floor_q`: the P- and Q-form plug-ins with the exact log ratio on all samples. "
-        "`spread`: the interquartile range of the cross-fitted estimates. `bound`: mean "
-        "certified lower bound (the same under both settings). `ratio`: cross_fit's error over "
-        "split's. `vs floor`: cross_fit's error over the better floor's. `target`: the issue's "
-        "targets for the (cross-fitted) estimate: error <= max(2 x the better floor's, 0.05) at "
-        "α <= 4, error <= 0.25 at α >= 8; `(exact ratio misses too)` marks a missed cell where "
-        "the exact log ratio misses the same target: at α <= 4 its bracket on all samples "
-        "(`oracle_all`, the estimate with a perfect critic, whose first-order error is that of "
-        "the functional's efficient influence function, the least any estimator that learns the "
-        "ratio can have), at α >= 8 every exact-ratio column.",
-        "",
+        *_header(
+            "Point estimates: split against cross-fitted (DVRenyiEstimator point_estimate)",
+            command,
+            CROSS_FIT_EXPLANATION,
+        ),
         "| family | α | D | n | seeds | "
         + " | ".join(CROSS_FIT_COLUMNS)
         + " | ratio | vs floor | spread (cross_fit) | bound | fit s | target |",
@@ -322,7 +348,7 @@ def unreachable(entry: dict) -> str:
 
 
 def target_met(entry: dict) -> bool:
-    """The issue's target for one cell's cross-fitted estimate (see cross_fit_table)."""
+    """The accuracy target for one cell's cross-fitted estimate (see cross_fit_table)."""
     if entry["alpha"] <= 4:
         floor = min(entry["floor"], entry["floor_q"])
         return entry["cross_fit"] <= max(2 * floor, 0.05)
