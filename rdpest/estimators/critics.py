@@ -1,4 +1,4 @@
-"""Torch critic networks and device selection for the DV estimator.
+"""Torch critic networks for the DV estimator, their input standardisation and their evaluation.
 
 The critic maps a raw sample x to g(x) = M · tanh(h(z)/M), where z is x standardised with
 statistics of the training split (stored as float64 buffers, so the module is self-contained) and
@@ -13,6 +13,7 @@ points drives its log-mean-exponential term to infinity), while M · tanh(·/M) 
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -67,3 +68,42 @@ class BoundedMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.standardise(x))
+
+
+# A spread at most this fraction of the largest magnitude is rounding noise (a naive mean of n
+# equal values errs by up to ~log2(n) ulps): the feature is constant and is not rescaled.
+_CONSTANT_SPREAD = 1e-13
+
+
+def _standardisation(pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature float64 mean and scale of the pooled training samples.
+
+    The scale is the standard deviation, except for a constant feature (a spread that is only
+    rounding noise relative to the feature's largest magnitude): that one is divided by its
+    largest magnitude (1 if it is all zeros), so it standardises to ~0 at any magnitude. Samples
+    near the float64 limit, whose sum or squares overflow, are pre-divided by their largest
+    magnitude.
+    """
+    peak = np.abs(pooled).max(axis=0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, scale = pooled.mean(axis=0), pooled.std(axis=0)
+    if not (np.isfinite(mean).all() and np.isfinite(scale).all()):
+        unit = pooled / np.where(peak > 0.0, peak, 1.0)
+        mean, scale = unit.mean(axis=0) * peak, unit.std(axis=0) * peak
+    constant = scale <= _CONSTANT_SPREAD * peak
+    return mean, np.where(constant, np.where(peak > 0.0, peak, 1.0), scale)
+
+
+# Rows per forward pass when a fitted critic is evaluated (bounds the memory of one pass).
+_EVAL_CHUNK = 65536
+
+
+def _evaluate(critic: BoundedMLP, A: np.ndarray) -> np.ndarray:
+    """The critic's float64 values on the rows of A, in chunks of _EVAL_CHUNK rows."""
+    device = next(critic.parameters()).device
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(A), _EVAL_CHUNK):
+            chunk = torch.as_tensor(A[start : start + _EVAL_CHUNK], dtype=torch.float64)
+            out.append(critic(chunk.to(device)).double().cpu().numpy())
+    return np.concatenate(out) if out else np.empty(0)

@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from rdpest.estimators.base import RenyiEstimatorBase
-from rdpest.estimators.critics import ACTIVATIONS, BoundedMLP
+from rdpest.estimators.critics import ACTIVATIONS, BoundedMLP, _evaluate, _standardisation
 from rdpest.estimators.results import DirectionResult, DVDiagnostics
 from rdpest.estimators.splits import min_dv_sample_size, split_indices
 from rdpest.stats.bounds import MEAN_BOUND_METHODS
@@ -72,9 +72,6 @@ def _separated_bracket_ceiling(
     i = int(np.argmax(values))
     fine = np.geomspace(widths[max(i - 1, 0)], widths[min(i + 1, len(widths) - 1)], 9)
     return float(max(0.0, *values, *(at(float(w)) for w in fine)))
-
-
-_EVAL_CHUNK = 65536
 
 
 class DVRenyiEstimator(RenyiEstimatorBase):
@@ -614,30 +611,6 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         return tags
 
 
-# A spread at most this fraction of the largest magnitude is rounding noise (a naive mean of n
-# equal values errs by up to ~log2(n) ulps): the feature is constant and is not rescaled.
-_CONSTANT_SPREAD = 1e-13
-
-
-def _standardisation(pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-feature float64 mean and scale of the pooled training samples.
-
-    The scale is the standard deviation, except for a constant feature (a spread that is only
-    rounding noise relative to the feature's largest magnitude): that one is divided by its
-    largest magnitude (1 if it is all zeros), so it standardises to ~0 at any magnitude. Samples
-    near the float64 limit, whose sum or squares overflow, are pre-divided by their largest
-    magnitude.
-    """
-    peak = np.abs(pooled).max(axis=0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        mean, scale = pooled.mean(axis=0), pooled.std(axis=0)
-    if not (np.isfinite(mean).all() and np.isfinite(scale).all()):
-        unit = pooled / np.where(peak > 0.0, peak, 1.0)
-        mean, scale = unit.mean(axis=0) * peak, unit.std(axis=0) * peak
-    constant = scale <= _CONSTANT_SPREAD * peak
-    return mean, np.where(constant, np.where(peak > 0.0, peak, 1.0), scale)
-
-
 def _clipped_bracket(g_p, g_q, critic_range, alpha) -> float:
     lo, hi = critic_range
     return _dv_bracket(np.clip(g_p, lo, hi), np.clip(g_q, lo, hi), float(alpha))
@@ -654,13 +627,3 @@ def _classifier_loss(g_p, g_q):
 def _cyclic(step: int, half: int, n: int, device) -> torch.Tensor:
     """Indices step*half ... (step+1)*half - 1 wrapped around n (the smaller sample cycles)."""
     return torch.arange(step * half, (step + 1) * half, device=device) % n
-
-
-def _evaluate(critic: BoundedMLP, A: np.ndarray) -> np.ndarray:
-    device = next(critic.parameters()).device
-    out = []
-    with torch.no_grad():
-        for start in range(0, len(A), _EVAL_CHUNK):
-            chunk = torch.as_tensor(A[start : start + _EVAL_CHUNK], dtype=torch.float64)
-            out.append(critic(chunk.to(device)).double().cpu().numpy())
-    return np.concatenate(out) if out else np.empty(0)
