@@ -63,9 +63,8 @@ def _throughput_auditor(model, n_runs: int, n_jobs: int, device: str, stack_runs
     ).auditor()
 
 
-def _throughput_row(audit, model, stack_runs, n_jobs: int, seconds) -> dict:
-    """One row; ``seconds`` is one timing or a list of repeated timings (median reported)."""
-    timings = [float(t) for t in (seconds if isinstance(seconds, list) else [seconds])]
+def _throughput_row(audit, model, stack_runs, n_jobs: int, timings: list[float]) -> dict:
+    """One row from repeated timings of the same training (median reported, with the range)."""
     median = sorted(timings)[len(timings) // 2]
     row = {
         "model": model,
@@ -295,7 +294,7 @@ def throughput_cuda() -> list[dict]:
         audit.collect()
         torch.cuda.synchronize()
         seconds = time.perf_counter() - start
-        rows.append(_throughput_row(audit, model, stack_runs, 1, seconds))
+        rows.append(_throughput_row(audit, model, stack_runs, 1, [seconds]))
     device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     atomic_write_text(
         OUT / "throughput_cuda.json", json.dumps({"device": device, "rows": rows}, indent=2)

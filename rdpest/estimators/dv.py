@@ -417,8 +417,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         # the same bit for bit and keeps its full level.
         if self._reverse_point_fold():
             (p_train, p_test), (q_train, q_test) = parts_p[:2], parts_q[:2]
-            seed_x = int(rng.integers(2**31 - 1))
-            points.append(self._fit_fold(p_test, q_test, p_train, q_train, seed_x)[4])
+            points.append(self._reverse_point(p_train, q_train, p_test, q_test, rng))
         fold_points = [float(x) for x in points]
         repeat_points = [float(np.mean(points))]
         for _ in range(int(self.n_repeats) - 1):
@@ -426,8 +425,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
             seed_r = int(rng.integers(2**31 - 1))
             fold = [self._fit_fold(p_train, q_train, p_test, q_test, seed_r)[4]]
             if self._reverse_point_fold():
-                seed_x = int(rng.integers(2**31 - 1))
-                fold.append(self._fit_fold(p_test, q_test, p_train, q_train, seed_x)[4])
+                fold.append(self._reverse_point(p_train, q_train, p_test, q_test, rng))
             repeat_points.append(float(np.mean(fold)))
         best = int(np.argmax([c.lower_bound for c in certificates]))
         self.critics_[direction] = critics[best]
@@ -458,6 +456,11 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     def _reverse_point_fold(self) -> bool:
         """Whether each partition's point estimate also trains the reverse (uncertified) fold."""
         return self.point_estimate == "cross_fit" and not self.cross_fit
+
+    def _reverse_point(self, p_train, q_train, p_test, q_test, rng) -> float:
+        """The reverse fold's point estimate: a critic trained on the certifying part (seeded from
+        ``rng``), its clipped bracket on the training part."""
+        return self._fit_fold(p_test, q_test, p_train, q_train, int(rng.integers(2**31 - 1)))[4]
 
     def _partition(self, P, Q, rng):
         """Random (train, test, test indices) parts of each sample (``test_fraction`` to test)."""
