@@ -62,7 +62,8 @@ from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
-from rdpest.estimators.dv import _clipped_bracket, _evaluate
+from rdpest.estimators.critics import _evaluate
+from rdpest.estimators.windows import _clipped_bracket
 from rdpest.stats.certificates import _dv_bracket
 from rdpest.stats.regions import log_mean_exp
 from rdpest.utils.io import atomic_write_text

@@ -107,3 +107,16 @@ def _evaluate(critic: BoundedMLP, A: np.ndarray) -> np.ndarray:
             chunk = torch.as_tensor(A[start : start + _EVAL_CHUNK], dtype=torch.float64)
             out.append(critic(chunk.to(device)).double().cpu().numpy())
     return np.concatenate(out) if out else np.empty(0)
+
+
+def _classifier_loss(g_p, g_q):
+    # Logistic loss with each class averaged separately: the minimiser's logit is log p/q whatever
+    # the two sample sizes (with pooled averaging it would be shifted by log(n_p / n_q)).
+    return 0.5 * (
+        torch.nn.functional.softplus(-g_p).mean() + torch.nn.functional.softplus(g_q).mean()
+    )
+
+
+def _cyclic(step: int, half: int, n: int, device) -> torch.Tensor:
+    """Indices step*half ... (step+1)*half - 1 wrapped around n (the smaller sample cycles)."""
+    return torch.arange(step * half, (step + 1) * half, device=device) % n

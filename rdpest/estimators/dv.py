@@ -32,16 +32,23 @@ from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from rdpest.estimators.base import RenyiEstimatorBase
-from rdpest.estimators.critics import ACTIVATIONS, BoundedMLP, _evaluate, _standardisation
+from rdpest.estimators.critics import (
+    ACTIVATIONS,
+    BoundedMLP,
+    _classifier_loss,
+    _cyclic,
+    _evaluate,
+    _standardisation,
+)
 from rdpest.estimators.results import DirectionResult, DVDiagnostics
 from rdpest.estimators.splits import min_dv_sample_size, split_indices
+from rdpest.estimators.windows import WINDOW_RULES, _clipped_bracket, point_estimate_window
 from rdpest.stats.bounds import MEAN_BOUND_METHODS
 from rdpest.stats.certificates import (
     CERTIFICATE_KINDS,
     CONFIDENCE_REGIONS,
     _certified_dv_bracket,
     _certify_critic,
-    _dv_bracket,
 )
 from rdpest.stats.regions import joint_level
 from rdpest.stats.threshold_tests import _certified_threshold_bound
@@ -133,6 +140,15 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         certified critic's bracket on the certifying part only, at one critic training less per
         partition and direction. The second critic is never certified: ``lower_bound_`` is the
         same bit for bit under either setting.
+    point_window : {"range", "balanced"}, default="range"
+        The point estimate's clipping window, chosen on each critic's training rows
+        (rdpest.estimators.windows): "range" is the range of the critic there; "balanced" lowers
+        its top to where Q's training rows stop when the critic's two exponential moments are
+        clearly out of balance there. Use "balanced" for mechanisms with a bounded privacy loss
+        (Laplace-like), where a classifier's extrapolating logit makes the bracket overshoot
+        well-separated pairs; it lowers the estimate of Gaussian-like pairs whose log ratio
+        keeps rising. Either window keeps the bracket a lower bound in population, and
+        ``lower_bound_`` does not depend on it.
     n_repeats : int, default=1
         Number of independent random train/certify partitions for the point estimate, each with
         its own critic (two with ``point_estimate="cross_fit"``, one per fold); ``divergence_`` is
@@ -176,8 +192,8 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     critics_ : dict of str to BoundedMLP
         The fitted critic of each direction (on the CPU); ``critic_`` is the first.
     critic_ranges_ : dict of str to tuple of float
-        Per direction, the range the critic took on its training split; point estimates and
-        ``score`` clip the critic to it (no extrapolation beyond what training saw).
+        Per direction, the point estimate's window (``point_window``), chosen on the critic's
+        training split; point estimates and ``score`` clip the critic to it.
     history_ : dict of str to list of dict
         Per direction, one record per epoch: training and validation loss.
     n_features_in_ : int
@@ -234,6 +250,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "confidence_region": [StrOptions(set(CONFIDENCE_REGIONS))],
         "cross_fit": ["boolean"],
         "point_estimate": [StrOptions({"split", "cross_fit"})],
+        "point_window": [StrOptions(set(WINDOW_RULES))],
         "n_repeats": [Interval(Integral, 1, None, closed="left")],
         "device": [str],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
@@ -264,6 +281,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         confidence_region="joint",
         cross_fit=False,
         point_estimate="cross_fit",
+        point_window="range",
         n_repeats=1,
         device="auto",
         n_threads=1,
@@ -291,6 +309,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         self.confidence_region = confidence_region
         self.cross_fit = cross_fit
         self.point_estimate = point_estimate
+        self.point_window = point_window
         self.n_repeats = n_repeats
         self.device = device
         self.n_threads = n_threads
@@ -474,11 +493,11 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         """Train a critic on one fold; its values, training range and held-out point estimate."""
         critic, history = self._train_critic(p_train, q_train, seed)
         g = [_evaluate(critic, a) for a in (p_train, q_train, p_test, q_test)]
-        # The point estimate clips the critic to the range it took on the training split: a
-        # fixed function, so the bracket still lower-bounds D in population, and it stops one
-        # extrapolated critic value on a test point from blowing the estimate up (the
-        # exponential moments amplify a single outlier; see benchmarks/results/estimators/).
-        critic_range = (float(min(g[0].min(), g[1].min())), float(max(g[0].max(), g[1].max())))
+        # The point estimate clips the critic to a window chosen on the training split: a
+        # fixed function, so the bracket still lower-bounds D in population, and it stops
+        # extrapolated critic values on test points from blowing the estimate up (the
+        # exponential moments amplify them; see rdpest.estimators.windows).
+        critic_range = point_estimate_window(g[0], g[1], float(self.alpha), self.point_window)
         point = _clipped_bracket(g[2], g[3], critic_range, self.alpha)
         return critic, history, g, critic_range, point
 
@@ -612,21 +631,3 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.random_state is None
         return tags
-
-
-def _clipped_bracket(g_p, g_q, critic_range, alpha) -> float:
-    lo, hi = critic_range
-    return _dv_bracket(np.clip(g_p, lo, hi), np.clip(g_q, lo, hi), float(alpha))
-
-
-def _classifier_loss(g_p, g_q):
-    # Logistic loss with each class averaged separately: the minimiser's logit is log p/q whatever
-    # the two sample sizes (with pooled averaging it would be shifted by log(n_p / n_q)).
-    return 0.5 * (
-        torch.nn.functional.softplus(-g_p).mean() + torch.nn.functional.softplus(g_q).mean()
-    )
-
-
-def _cyclic(step: int, half: int, n: int, device) -> torch.Tensor:
-    """Indices step*half ... (step+1)*half - 1 wrapped around n (the smaller sample cycles)."""
-    return torch.arange(step * half, (step + 1) * half, device=device) % n

@@ -1,0 +1,119 @@
+"""The clipping window of the DV estimator's point estimate, chosen on the critic's training rows.
+
+The point estimate is the bracket α/(α−1)·log mean_P e^{(α−1)g} − log mean_Q e^{αg} of the
+trained critic g, clipped to a window [lo, hi], on rows the critic did not train on. Any window
+that is a fixed function of the training rows keeps the clipped critic a fixed function, so the
+bracket still lower-bounds D_α(P‖Q) in population (the variational bracket of Birrell et al. 2021
+holds for every bounded g; see rdpest.stats.certificates); the window only trades the estimate's
+bias and variance. The certificate chooses its own window (rdpest.stats.certificates).
+
+Rules (``point_window`` of :class:`~rdpest.estimators.DVRenyiEstimator`):
+
+``"range"`` (the default)
+    [min, max] of g over the training rows of P and Q together.
+``"balanced"``
+    The same lower end; the upper end is the widest of a few candidates (the range's top, the
+    top of g over Q's training rows, and Q's training quantiles ``_Q_LEVELS``) whose moment
+    imbalance is within two standard errors of the smallest. The imbalance of a candidate is
+    |Δ|, Δ = log mean_P e^{(α−1)g̃} − log mean_Q e^{αg̃} on the training rows, with g clipped and
+    normalised on Q (g̃ = g − log mean_Q e^g). For the true log ratio L = log p/q the two
+    moments agree, E_P[e^{(α−1)L}] = E_Q[e^{αL}] = e^{(α−1)D_α} (a change of measure), so Δ is
+    near 0 for a critic close to L. Where P and Q are well separated, a classifier's logit keeps
+    rising through regions that hold P's training rows but none of Q's (nothing there bounds
+    it), beyond the log ratio when the ratio levels off; Q's sample then misses the mass that
+    would balance e^{αg}, and the bracket overshoots, by a factor of 10 or more at α ≥ 8 on a
+    Laplace shift. Clipping where Q's sample stops removes that overshoot and the imbalance.
+    The tolerance of two standard errors (each moment's delta-method error
+    sd(w)/(mean(w)·√n)) keeps the wide window unless the evidence against it is clear.
+
+Which rule is right cannot be read from the samples alone: in a region that P's sample reaches
+and Q's does not, a log ratio that levels off (a Laplace mechanism, any pure ε-DP mechanism:
+bounded privacy loss) and one that keeps rising (Gaussian and subsampled Gaussian mechanisms,
+DP-SGD) leave the same counts. "balanced" only ever lowers the estimate. On the known-divergence
+benchmark (benchmarks/results/point_estimates/windows/) it removes the overshoots of pairs with a
+bounded or slowly growing log ratio (Laplace and Student-t shifts) and lowers the estimate where
+the ratio keeps rising beyond Q's sample (subsampled Gaussians, Gaussian mixtures, Poisson rates
+at D = 4), where "range" was already low. So "range" stays the default, and "balanced" is for
+mechanisms whose privacy loss is known to be bounded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rdpest.stats.certificates import _dv_bracket
+from rdpest.stats.regions import log_mean_exp
+
+__all__ = ["WINDOW_RULES", "point_estimate_window"]
+
+WINDOW_RULES = ("range", "balanced")
+
+# Quantile levels of the critic on Q's training rows that "balanced" considers as upper ends.
+_Q_LEVELS = (0.9999, 0.999, 0.995, 0.99, 0.98, 0.95)
+# Standard errors of tolerance of "balanced" (see the module docstring).
+_TOLERANCE_SE = 2.0
+
+
+def point_estimate_window(
+    g_p: np.ndarray, g_q: np.ndarray, alpha: float, rule: str = "range"
+) -> tuple[float, float]:
+    """The point estimate's clipping window from the critic's values on its training rows.
+
+    Parameters
+    ----------
+    g_p, g_q : ndarray of shape (n_p,) and (n_q,)
+        The critic on the training rows of P and of Q (non-empty, finite).
+    alpha : float
+        The order α > 1.
+    rule : {"range", "balanced"}
+        See the module docstring.
+
+    Returns
+    -------
+    (lo, hi) : tuple of float, lo ≤ hi
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> g_q = rng.normal(-0.5, 1.0, 2000)  # the exact log ratio of N(1, 1) against N(0, 1)
+    >>> g_p = rng.normal(0.5, 1.0, 2000)
+    >>> point_estimate_window(g_p, g_q, 2.0, "range") == (min(g_p.min(), g_q.min()),
+    ...                                                   max(g_p.max(), g_q.max()))
+    True
+    """
+    if rule not in WINDOW_RULES:
+        raise ValueError(f"point window rule must be one of {WINDOW_RULES}, got {rule!r}")
+    g_p, g_q = np.asarray(g_p, dtype=float), np.asarray(g_q, dtype=float)
+    lo = float(min(g_p.min(), g_q.min()))
+    top = float(max(g_p.max(), g_q.max()))
+    if rule == "range":
+        return lo, top
+    candidates = [top, float(g_q.max()), *np.quantile(g_q, _Q_LEVELS).tolist()]
+    imbalances, errors = zip(
+        *(_imbalance(np.clip(g_p, lo, hi), np.clip(g_q, lo, hi), alpha) for hi in candidates),
+        strict=True,
+    )
+    smallest = min(imbalances)
+    for hi, imbalance, error in zip(candidates, imbalances, errors, strict=True):
+        if imbalance <= smallest + _TOLERANCE_SE * error:
+            return lo, max(lo, float(hi))
+    raise AssertionError("unreachable: the smallest imbalance is within its own tolerance")
+
+
+def _imbalance(g_p: np.ndarray, g_q: np.ndarray, alpha: float) -> tuple[float, float]:
+    """|Δ| of the module docstring for one clipped critic, and its delta-method standard error."""
+    shift = log_mean_exp(g_q)
+    a, b = (alpha - 1.0) * (g_p - shift), alpha * (g_q - shift)
+    return abs(log_mean_exp(a) - log_mean_exp(b)), float(np.hypot(_log_mean_se(a), _log_mean_se(b)))
+
+
+def _log_mean_se(x: np.ndarray) -> float:
+    """Delta-method standard error of log mean e^x: sd(e^x) / (mean(e^x)·√n)."""
+    w = np.exp(x - x.max())
+    return float(w.std() / (w.mean() * np.sqrt(len(x))))
+
+
+def _clipped_bracket(g_p, g_q, window, alpha) -> float:
+    """The bracket of the critic values clipped to ``window``."""
+    lo, hi = window
+    return _dv_bracket(np.clip(g_p, lo, hi), np.clip(g_q, lo, hi), float(alpha))
