@@ -15,7 +15,7 @@ Rules (``point_window`` of :class:`~rdpest.estimators.DVRenyiEstimator`):
     The same lower end; the upper end is the widest of a few candidates (the range's top, the
     top of g over Q's training rows, and Q's training quantiles ``_Q_LEVELS``) whose moment
     imbalance is within two standard errors of the smallest. The imbalance of a candidate is
-    |Δ|, Δ = log mean_P e^{(α−1)g̃} − log mean_Q e^{αg̃} on the training rows, with g clipped and
+    abs(Δ), Δ = log mean_P e^{(α−1)g̃} − log mean_Q e^{αg̃} on the training rows, with g clipped and
     normalised on Q (g̃ = g − log mean_Q e^g). For the true log ratio L = log p/q the two
     moments agree, E_P[e^{(α−1)L}] = E_Q[e^{αL}] = e^{(α−1)D_α} (a change of measure), so Δ is
     near 0 for a critic close to L. Where P and Q are well separated, a classifier's logit keeps
@@ -101,7 +101,7 @@ def point_estimate_window(
 
 
 def _imbalance(g_p: np.ndarray, g_q: np.ndarray, alpha: float) -> tuple[float, float]:
-    """|Δ| of the module docstring for one clipped critic, and its delta-method standard error."""
+    """abs(Δ) of the module docstring for one clipped critic, and its delta-method standard error."""
     shift = log_mean_exp(g_q)
     a, b = (alpha - 1.0) * (g_p - shift), alpha * (g_q - shift)
     return abs(log_mean_exp(a) - log_mean_exp(b)), float(np.hypot(_log_mean_se(a), _log_mean_se(b)))
