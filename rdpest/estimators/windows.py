@@ -101,7 +101,8 @@ def point_estimate_window(
 
 
 def _imbalance(g_p: np.ndarray, g_q: np.ndarray, alpha: float) -> tuple[float, float]:
-    """abs(Δ) of the module docstring for one clipped critic, and its delta-method standard error."""
+    """abs(Δ) of the module docstring for one clipped critic, and its delta-method standard
+    error."""
     shift = log_mean_exp(g_q)
     a, b = (alpha - 1.0) * (g_p - shift), alpha * (g_q - shift)
     return abs(log_mean_exp(a) - log_mean_exp(b)), float(np.hypot(_log_mean_se(a), _log_mean_se(b)))
