@@ -400,31 +400,19 @@ def _bound_spread(result, alpha: float) -> dict:
     e = result.estimates
     without = np.asarray(result.losses_without_canary, dtype=np.float64).reshape(-1, 1)
     with_canary = np.asarray(result.losses_with_canary, dtype=np.float64).reshape(-1, 1)
-    dv, bernoulli = [], []
-    for seed in SPLIT_SEEDS:
-        dv.append(
-            DVRenyiEstimator(
-                alpha=alpha,
-                direction="max",
-                beta=e["dv"]["beta"],
-                point_estimate="split",
-                random_state=seed,
-            )
-            .fit(with_canary, without)
-            .lower_bound_
-        )
-        bernoulli.append(
-            BernoulliTPRFPRBaseline(
-                alpha=alpha,
-                direction="max",
-                beta=e["bernoulli"]["beta"],
-                conversion="direct",
-                random_state=seed,
-            )
-            .fit(with_canary, without)
-            .lower_bound_
-        )
-    dv, bernoulli = np.array(dv), np.array(bernoulli)
+    common = {"alpha": alpha, "direction": "max"}
+    makers = {
+        "dv": lambda seed: DVRenyiEstimator(
+            **common, beta=e["dv"]["beta"], point_estimate="split", random_state=seed
+        ),
+        "bernoulli": lambda seed: BernoulliTPRFPRBaseline(
+            **common, beta=e["bernoulli"]["beta"], conversion="direct", random_state=seed
+        ),
+    }
+    dv, bernoulli = (
+        np.array([make(seed).fit(with_canary, without).lower_bound_ for seed in SPLIT_SEEDS])
+        for make in makers.values()
+    )
     return {
         "dv_bounds_other_splits": dv.tolist(),
         "bernoulli_bounds_other_splits": bernoulli.tolist(),
