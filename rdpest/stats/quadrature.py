@@ -39,22 +39,24 @@ def _quad(
     QUADPACK warns whenever it cannot reach the requested ``epsrel``, which happens routinely when
     the integrand is a difference of large terms (at α in the thousands its relative rounding noise
     is about 1e-10, far below what the callers need but above the 1e-12 asked for). Whether the
-    result is good enough is decided from the error estimate by :func:`_check_log_accuracy`.
+    result is good enough is decided from the error estimate by :func:`_checked_log_total`.
     """
     result = integrate.quad(integrand, a, b, full_output=1, **options)
     return float(result[0]), float(result[1])
 
 
-def _check_log_accuracy(log_value: float, total: float, abserr: float) -> None:
-    """Warn when quadrature's error estimate misses the documented accuracy of log ∫.
+def _checked_log_total(h_max: float, total: float, abserr: float) -> float:
+    """log ∫ = h_max + log(total) for an integrand rescaled by e^{−h_max}; −inf if total <= 0.
 
-    An absolute error ``abserr`` in the integral ``total`` moves its logarithm by about
-    δ = abserr/total. Callers turn log ∫ into a divergence either as D = log ∫/(α−1) or as
-    D = log1p(∫)/(α−1) for an excess moment; in both the relative error of D is at most about
-    δ / max(1, log ∫), so δ ≤ 1e-10 · max(1, log ∫) keeps the promised relative error of 1e-10.
+    Warns when quadrature's error estimate misses the documented accuracy. An absolute error
+    ``abserr`` in ``total`` moves the logarithm by about δ = abserr/total. Callers turn log ∫ into
+    a divergence either as D = log ∫/(α−1) or as D = log1p(∫)/(α−1) for an excess moment; in both
+    the relative error of D is at most about δ / max(1, log ∫), so δ ≤ 1e-10 · max(1, log ∫) keeps
+    the promised relative error of 1e-10.
     """
-    if not (total > 0.0 and math.isfinite(log_value)):
-        return
+    if not total > 0.0:
+        return -math.inf
+    log_value = h_max + math.log(total)
     delta = abserr / total
     if not delta <= _PROMISED_RTOL * max(1.0, log_value):
         warnings.warn(
@@ -64,6 +66,7 @@ def _check_log_accuracy(log_value: float, total: float, abserr: float) -> None:
             RuntimeWarning,
             stacklevel=3,
         )
+    return log_value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -222,10 +225,7 @@ def _log_integral(
     total, abserr = _quad(
         integrand, a, b, points=breaks or None, epsabs=0.0, epsrel=_QUAD_EPSREL, limit=500
     )
-    if not total > 0.0:
-        return -math.inf
-    _check_log_accuracy(h_max + math.log(total), total, abserr)
-    return h_max + math.log(total)
+    return _checked_log_total(h_max, total, abserr)
 
 
 @finite_result(allow_inf=True)
@@ -374,7 +374,4 @@ def _log_excess_moment_real_line(
             )
             total += piece
             abserr += piece_err
-    if not total > 0.0:
-        return -math.inf
-    _check_log_accuracy(h_max + math.log(total), total, abserr)
-    return h_max + math.log(total)
+    return _checked_log_total(h_max, total, abserr)
