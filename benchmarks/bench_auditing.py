@@ -391,28 +391,25 @@ SPLIT_SEEDS = range(1, 11)
 def _bound_spread(result, alpha: float) -> dict:
     """The DV and Bernoulli certified bounds on the audit's own runs over :data:`SPLIT_SEEDS`.
 
-    Same β per estimator as the audit gave it, P the runs with the canary as in the audit; DV
-    with one partition and no cross-fit (only the first partition's first critic certifies, so
-    the bound's distribution over seeds is the audit's).
+    The audit's own estimators (:func:`rdpest.auditing.auditor.default_estimators`) at the β the
+    audit gave each, P the runs with the canary as in the audit; DV with one partition and no
+    cross-fit (only the first partition's first critic certifies, so the bound's distribution
+    over seeds is the audit's).
     """
-    from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator
+    from rdpest.auditing.auditor import default_estimators
 
     e = result.estimates
     without = np.asarray(result.losses_without_canary, dtype=np.float64).reshape(-1, 1)
     with_canary = np.asarray(result.losses_with_canary, dtype=np.float64).reshape(-1, 1)
-    common = {"alpha": alpha, "direction": "max"}
-    makers = {
-        "dv": lambda seed: DVRenyiEstimator(
-            **common, beta=e["dv"]["beta"], point_estimate="split", random_state=seed
-        ),
-        "bernoulli": lambda seed: BernoulliTPRFPRBaseline(
-            **common, beta=e["bernoulli"]["beta"], conversion="direct", random_state=seed
-        ),
-    }
-    dv, bernoulli = (
-        np.array([make(seed).fit(with_canary, without).lower_bound_ for seed in SPLIT_SEEDS])
-        for make in makers.values()
-    )
+    bounds = {"dv": [], "bernoulli": []}
+    for seed in SPLIT_SEEDS:
+        audit = default_estimators(alpha, seed)
+        # Bound-neutral savings for DV: one partition, no cross-fit.
+        audit["dv"].set_params(n_repeats=1, point_estimate="split")
+        for name, values in bounds.items():
+            estimator = audit[name].set_params(beta=e[name]["beta"])
+            values.append(estimator.fit(with_canary, without).lower_bound_)
+    dv, bernoulli = np.array(bounds["dv"]), np.array(bounds["bernoulli"])
     return {
         "dv_bounds_other_splits": dv.tolist(),
         "bernoulli_bounds_other_splits": bernoulli.tolist(),
