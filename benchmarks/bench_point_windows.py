@@ -38,25 +38,13 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
-from rdpest.datasets import family_parameters, make_renyi_pair
+from rdpest.datasets import FAMILIES, family_parameters, make_renyi_pair
 from rdpest.estimators.windows import WINDOW_RULES, _clipped_bracket, point_estimate_window
 from rdpest.stats.certificates import _dv_bracket
 from rdpest.stats.regions import log_mean_exp
 from rdpest.utils.io import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results" / "point_estimates" / "windows"
-FAMILIES = (
-    "gaussian_shift",
-    "gaussian_scale",
-    "laplace_shift",
-    "subsampled_gaussian",
-    "multivariate_gaussian",
-    "student_t_shift",
-    "exponential_rate",
-    "gaussian_mixture",
-    "laplace_scale",
-    "poisson_rate",
-)
 PARTS = ("p_train", "q_train", "p_test", "q_test")
 
 
