@@ -34,6 +34,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -67,7 +68,7 @@ def _throughput_auditor(model, n_runs: int, n_jobs: int, device: str, stack_runs
 
 def _throughput_row(audit, model, stack_runs, n_jobs: int, timings: list[float]) -> dict:
     """One row from repeated timings of the same training (median reported, with the range)."""
-    median = sorted(timings)[len(timings) // 2]
+    median = statistics.median(timings)
     row = {
         "model": model,
         "stack_runs": stack_runs,
@@ -157,7 +158,7 @@ def _yardstick_row(audit, model: str) -> dict:
         )
         for _ in range(REPEATS)
     ]
-    rate = sorted(rates)[len(rates) // 2]
+    rate = statistics.median(rates)
     row = {
         "model": model,
         "stack_runs": "vectorised torch (no Opacus)",

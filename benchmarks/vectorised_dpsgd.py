@@ -11,6 +11,7 @@ comes to it on the same machine in the same run.
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import torch
@@ -98,4 +99,4 @@ def models_per_second(
             times.append(time.perf_counter() - start)
     finally:
         torch.set_num_threads(threads)
-    return copies / sorted(times)[len(times) // 2]
+    return copies / statistics.median(times)
