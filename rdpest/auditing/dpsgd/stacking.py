@@ -60,6 +60,8 @@ from opacus.grad_sample.grad_sample_module_fast_gradient_clipping import (
 from opacus.grad_sample.utils import register_norm_sampler
 from torch import nn
 
+from rdpest.auditing.dpsgd._rows import _input_row_norms, _row_norms, _shared_block
+
 __all__ = [
     "BYTES_PER_ACTIVATION",
     "ELEMENTWISE_ACTIVATIONS",
@@ -167,6 +169,11 @@ class StackedLinear(nn.Module):
         # its rows' norms are then computed once (see _input_row_norms).
         self.cache_input_norms = False
         self.input_norms: tuple[torch.Tensor, int, torch.Tensor] | None = None
+        # Set for a stack's first layer when its input is the data repeated once per copy: the
+        # forward product and the clipped weight sums then take one shared-input matrix product
+        # each (see _shared_block), verified once per input tensor.
+        self.repeated_input = False
+        self.repeat_check: tuple[torch.Tensor, int, bool] | None = None
         _stack_parameters(self, layer)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -174,6 +181,17 @@ class StackedLinear(nn.Module):
             raise ValueError(
                 f"StackedLinear expects rows (copies * n, features), got shape {tuple(x.shape)}"
             )
+        shared = _shared_block(self, x)
+        if shared is not None:
+            # Every copy sees the same n rows: one (n, in) @ (in, K·out) product, then the
+            # (n, K, out) result laid out as K row blocks (a copy of the small output).
+            weight = self.weight.reshape(-1, self.in_features).t()
+            if self.bias is None:
+                flat = torch.mm(shared, weight)
+            else:
+                flat = torch.addmm(self.bias.reshape(1, -1), shared, weight)
+            out = flat.reshape(shared.shape[0], self.copies, self.out_features).transpose(0, 1)
+            return out.reshape(-1, self.out_features)
         # (K, n, in) @ (K, in, out): the output's rows are contiguous blocks, so it is laid out as
         # rows without a copy, and so are the gradients flowing back through it.
         blocks = x.reshape(self.copies, -1, x.shape[-1])
@@ -192,8 +210,15 @@ class StackedLinear(nn.Module):
         self.kept_rows = None
         scaled = (g * coeff.to(g.dtype).unsqueeze(1)).reshape(self.copies, -1, self.out_features)
         if self.weight.requires_grad:
-            blocks = a.reshape(self.copies, -1, self.in_features)
-            self.weight.grad = torch.bmm(scaled.transpose(1, 2), blocks).to(self.weight.dtype)
+            shared = _shared_block(self, a)
+            if shared is not None:
+                # One (K·out, n) @ (n, in) product over the rows every copy shares.
+                rows = scaled.transpose(1, 2).reshape(-1, shared.shape[0])
+                grad = torch.mm(rows, shared).reshape(self.weight.shape)
+            else:
+                blocks = a.reshape(self.copies, -1, self.in_features)
+                grad = torch.bmm(scaled.transpose(1, 2), blocks)
+            self.weight.grad = grad.to(self.weight.dtype)
         if self.bias is not None and self.bias.requires_grad:
             self.bias.grad = scaled.sum(dim=1).to(self.bias.dtype)
 
@@ -202,43 +227,6 @@ class StackedLinear(nn.Module):
             f"copies={self.copies}, in_features={self.in_features}, "
             f"out_features={self.out_features}, bias={self.bias is not None}"
         )
-
-
-def _row_norms(rows: torch.Tensor) -> torch.Tensor:
-    """The Euclidean norm of each row of a 2-D tensor, by the kernel that is fast for its layout
-    on the CPU in torch 2.13: ``vector_norm`` for rows contiguous in memory, a sum of squares for
-    transposed ones (whose ``vector_norm`` is about 20 times slower; a transposed cross-entropy
-    gradient is one)."""
-    if rows.stride(-1) == 1:
-        return torch.linalg.vector_norm(rows, dim=-1)
-    return (rows * rows).sum(dim=-1).sqrt()
-
-
-def _input_row_norms(layer: StackedLinear, a: torch.Tensor) -> torch.Tensor:
-    """The row norms of a layer's input ``a``; where ``layer.cache_input_norms``, reused while
-    ``a`` is the very same unchanged data as at the last step.
-
-    Same data: the same memory (the cache holds the earlier tensor, so its memory cannot have been
-    handed to another tensor), shape, strides and type, and the same version counter, which
-    every in-place change to that memory (through any view) increments.
-    """
-    if not layer.cache_input_norms:
-        return _row_norms(a)
-    cached = layer.input_norms
-    if cached is not None:
-        earlier, version, norms = cached
-        if (
-            earlier.data_ptr() == a.data_ptr()
-            and earlier.shape == a.shape
-            and earlier.stride() == a.stride()
-            and earlier.dtype == a.dtype
-            and earlier.device == a.device
-            and a._version == version
-        ):
-            return norms
-    norms = _row_norms(a)
-    layer.input_norms = (a, a._version, norms)
-    return norms
 
 
 @register_norm_sampler(StackedLinear)

@@ -238,6 +238,7 @@ def _train_stacked_tensors(
     first = next(m for m in net.modules() if next(m.parameters(recurse=False), None) is not None)
     if isinstance(first, StackedLinear):
         first.cache_input_norms = True  # its input is the same data at every step
+        first.repeated_input = True  # ... and the same rows for every copy (X_rows below)
     X_rows = X.repeat(copies, *([1] * (X.ndim - 1)))
     y_rows = y.repeat(copies)
     generator = torch.Generator(device=device)

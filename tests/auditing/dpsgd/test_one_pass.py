@@ -140,6 +140,53 @@ def test_one_pass_gradients_and_steps_equal_opacus_two_passes(kind, reduction):
             assert torch.equal(p, q) and p.grad is None and q.grad is None
 
 
+@pytest.mark.parametrize(
+    "kind", ["lr", "mlp", "relu_no_bias", "frozen_first_bias", "frozen_first_layer"]
+)
+def test_shared_products_of_repeated_rows_equal_opacus_two_passes(kind):
+    """The trainer's first layer sees the data repeated once per copy and then takes one shared-
+    input product forward and for its clipped sums. Its gradients, with one pass or Opacus's two,
+    equal Opacus's two passes over the per-copy products (tolerance: the module docstring's)."""
+    generator = torch.Generator().manual_seed(11)
+    runs = {}
+    for name, one_pass, shared in (
+        ("per-copy, two passes", False, False),
+        ("shared, two passes", False, True),
+        ("shared, one pass", True, True),
+    ):
+        module, optimizer, criterion, X, y = _private(kind, "sum", one_pass)
+        X, y = X[:ROWS].repeat(COPIES, 1), y[:ROWS].repeat(COPIES)
+        first = next(m for m in module.modules() if isinstance(m, StackedLinear))
+        first.repeated_input = shared
+        runs[name] = (module, optimizer, criterion, X, y, first)
+    # Copies that differ (they start as one template), the same in every run: a product that
+    # mixed up copies would then show.
+    offsets = [
+        0.3 * torch.randn(p.shape, generator=generator)
+        for p in runs["per-copy, two passes"][0].parameters()
+    ]
+    for module, *_ in runs.values():
+        with torch.no_grad():
+            for p, offset in zip(module.parameters(), offsets, strict=True):
+                p += offset
+    for step in range(3):
+        grads = {}
+        for name, (module, optimizer, criterion, X, y, first) in runs.items():
+            optimizer.zero_grad(set_to_none=True)
+            criterion(module(X), y).backward()
+            grads[name] = [p.grad.clone() for p in module.parameters() if p.requires_grad]
+            optimizer.step()
+            # The shared path was taken where asked, and only there.
+            assert (
+                first.repeat_check is not None and first.repeat_check[2]
+            ) is first.repeated_input
+        norms = runs["shared, one pass"][0].per_sample_gradient_norms
+        assert (norms > 0.2).float().mean() > 0.5, f"step {step}: clipping rarely binds"
+        for name in ("shared, two passes", "shared, one pass"):
+            for ours, reference in zip(grads[name], grads["per-copy, two passes"], strict=True):
+                torch.testing.assert_close(ours, reference, rtol=0, atol=1e-5)
+
+
 def test_the_one_pass_path_never_runs_opacus_second_pass(monkeypatch):
     def refuse(self):
         raise AssertionError("Opacus's two-pass backward ran")

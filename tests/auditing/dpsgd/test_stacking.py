@@ -318,6 +318,46 @@ def test_stacked_linear_rows_use_their_own_copy():
         stacked(torch.randn(5, 3))
 
 
+def test_stacked_linear_shares_one_product_only_for_repeated_unchanged_data():
+    """repeated_input is a claim the layer checks: the shared product runs only while the input's
+    K row blocks are equal (checked again after any in-place change) and need no gradient."""
+    layer = nn.Linear(3, 2)
+    stacked = StackedLinear(layer, 3)
+    with torch.no_grad():
+        stacked.weight[1] += 1.0
+        stacked.bias[2] -= 1.0
+
+    def per_copy(x):
+        return torch.cat(
+            [layer(x[:4]), layer(x[4:8]) + x[4:8].sum(1, keepdim=True), layer(x[8:]) - 1]
+        )
+
+    stacked.repeated_input = True
+    x = torch.randn(4, 3).repeat(3, 1)
+    torch.testing.assert_close(stacked(x), per_copy(x), rtol=0, atol=1e-6)
+    assert stacked.repeat_check[2] is True
+    with torch.no_grad():
+        x[5] += 1.0  # in place: copy 1 now sees other data
+    torch.testing.assert_close(stacked(x), per_copy(x), rtol=0, atol=1e-6)
+    assert stacked.repeat_check[2] is False
+    other = torch.randn(12, 3)
+    torch.testing.assert_close(stacked(other), per_copy(other), rtol=0, atol=1e-6)
+    assert stacked.repeat_check[0] is other and stacked.repeat_check[2] is False
+    # An input that needs a gradient never takes the shared product (it would send the other
+    # blocks none).
+    wanting = torch.randn(4, 3).repeat(3, 1).requires_grad_()
+    checked = stacked.repeat_check
+    stacked(wanting).sum().backward()
+    assert stacked.repeat_check is checked
+    torch.testing.assert_close(
+        wanting.grad,
+        layer.weight.sum(0).expand(12, 3)
+        + torch.cat([torch.zeros(4, 3), torch.ones(4, 3) * 2, torch.zeros(4, 3)]),
+        rtol=0,
+        atol=1e-6,
+    )
+
+
 def test_stack_and_unstack_round_trip():
     model = _model("mlp")
     stacked = stack_model(model, 4)

@@ -1,0 +1,66 @@
+"""Row helpers of the stacked linear layer (:mod:`rdpest.auditing.dpsgd.stacking`): row norms by
+the kernel that is fast for the rows' layout, and two caches keyed on an unchanged input tensor
+(the first layer's input norms, and whether its K row blocks are the same data)."""
+
+from __future__ import annotations
+
+import torch
+
+
+def _same_data(earlier: torch.Tensor, a: torch.Tensor, version: int) -> bool:
+    """Whether ``a`` is the very same unchanged data as ``earlier`` was at ``version``: the same
+    memory (a cache holding ``earlier`` keeps that memory from being handed to another tensor),
+    shape, strides, type and device, and the same version counter, which every in-place change
+    to that memory (through any view) increments."""
+    return (
+        earlier.data_ptr() == a.data_ptr()
+        and earlier.shape == a.shape
+        and earlier.stride() == a.stride()
+        and earlier.dtype == a.dtype
+        and earlier.device == a.device
+        and a._version == version
+    )
+
+
+def _shared_block(layer, x: torch.Tensor) -> torch.Tensor | None:
+    """The first of ``x``'s K row blocks when ``layer.repeated_input`` and all K blocks are equal
+    (checked once per unchanged input tensor, as :func:`_input_row_norms` caches); else None.
+
+    Only for an input that needs no gradient (data): the shared products send no gradient to the
+    other blocks' rows.
+    """
+    if not layer.repeated_input or x.requires_grad or x.ndim != 2 or x.shape[0] % layer.copies:
+        return None
+    blocks = x.reshape(layer.copies, -1, x.shape[-1])
+    cached = layer.repeat_check
+    if cached is not None and _same_data(cached[0], x, cached[1]):
+        repeated = cached[2]
+    else:
+        repeated = bool(torch.equal(blocks, blocks[:1].expand_as(blocks)))
+        layer.repeat_check = (x, x._version, repeated)
+    return blocks[0] if repeated else None
+
+
+def _row_norms(rows: torch.Tensor) -> torch.Tensor:
+    """The Euclidean norm of each row of a 2-D tensor, by the kernel that is fast for its layout
+    on the CPU in torch 2.13: ``vector_norm`` for rows contiguous in memory, a sum of squares for
+    transposed ones (whose ``vector_norm`` is about 20 times slower; a transposed cross-entropy
+    gradient is one)."""
+    if rows.stride(-1) == 1:
+        return torch.linalg.vector_norm(rows, dim=-1)
+    return (rows * rows).sum(dim=-1).sqrt()
+
+
+def _input_row_norms(layer, a: torch.Tensor) -> torch.Tensor:
+    """The row norms of a layer's input ``a``; where ``layer.cache_input_norms``, reused while
+    ``a`` is the very same unchanged data as at the last step (:func:`_same_data`)."""
+    if not layer.cache_input_norms:
+        return _row_norms(a)
+    cached = layer.input_norms
+    if cached is not None:
+        earlier, version, norms = cached
+        if _same_data(earlier, a, version):
+            return norms
+    norms = _row_norms(a)
+    layer.input_norms = (a, a._version, norms)
+    return norms
