@@ -20,9 +20,10 @@ weight-only convolution backward instead of the whole second pass through every 
 else (another layer type, a loss Opacus must reshape) runs Opacus's own two passes.
 
 Everything else is Opacus's: its hooks compute the norms, its module the clipping factors, its
-optimizer the noise and the step. The criterion is the same cross-entropy, computed on a
-transposed copy of the logits on the CPU, whose kernel is several times faster there for few
-classes; losses and gradients equal torch's to float rounding (tested).
+optimizer the noise and the step. The criterion is the same cross-entropy, computed on the CPU with
+the logits laid out classes first (a transposed copy, unless a stacked first layer already produced
+them so), whose kernel is several times faster there for few classes; losses and gradients equal
+torch's to float rounding (tested).
 """
 
 from __future__ import annotations

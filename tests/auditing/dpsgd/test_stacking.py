@@ -28,6 +28,7 @@ from rdpest.auditing import Auditor
 from rdpest.auditing.auditor import runs_per_call
 from rdpest.auditing.dpsgd import DPSGDAuditor
 from rdpest.auditing.dpsgd import auditor as dpsgd_module
+from rdpest.auditing.dpsgd._rows import SHARED_MAX_OUTPUTS
 from rdpest.auditing.dpsgd.canaries import make_canary
 from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.models import make_model
@@ -356,6 +357,18 @@ def test_stacked_linear_shares_one_product_only_for_repeated_unchanged_data():
         rtol=0,
         atol=1e-6,
     )
+    # Wide layers keep the per-copy products (the shared ones are slower there).
+    wide = StackedLinear(nn.Linear(3, SHARED_MAX_OUTPUTS + 1), 3)
+    wide.repeated_input = True
+    same = torch.randn(4, 3).repeat(3, 1)
+    torch.testing.assert_close(
+        wide(same),
+        torch.cat([wide.weight[k] @ same.t()[:, 4 * k : 4 * k + 4] for k in range(3)], 1).t()
+        + wide.bias.repeat_interleave(4, 0),
+        rtol=0,
+        atol=1e-5,
+    )
+    assert wide.repeat_check is None
 
 
 def test_stack_and_unstack_round_trip():
