@@ -2,12 +2,19 @@
 
 The critic maps a raw sample x to g(x) = M · tanh(h(z)/M), where z is x standardised with
 statistics of the training split (stored as float64 buffers, so the module is self-contained) and
-h is an MLP. The standardisation runs in float64 and only z is cast to the network's float32, so
-an affine change of the samples (an offset of 1e8, a scale of 1e-13) leaves z, and the critic,
-unchanged: casting x to float32 first would round such samples to a few distinct values. The
-bound M keeps the Donsker–Varadhan objective finite: with an unbounded critic the empirical
-objective is unbounded above on finite samples (a critic that grows without limit on the P
-points drives its log-mean-exponential term to infinity), while M · tanh(·/M) is the identity for
+h is an MLP. ``INPUT_TRANSFORMS`` name the two standardisations: "standard", z = (x − mean)/sd;
+"asinh", z = asinh((x − median)/s) with s the interquartile range scaled to a normal's standard
+deviation. The second is for heavy tails: a ReLU network is piecewise linear in z, so beyond the
+bulk of the training rows it grows like log|x| instead of linearly in x (a log ratio that levels
+off, as a Student-t or Laplace shift's does, is not extrapolated into a steep ramp), and a few
+far outliers no longer set the scale and squeeze the bulk of the rows together.
+
+The standardisation runs in float64 and only z is cast to the network's float32, so an affine
+change of the samples (an offset of 1e8, a scale of 1e-13) leaves z, and the critic, unchanged:
+casting x to float32 first would round such samples to a few distinct values. The bound M keeps
+the Donsker–Varadhan objective finite: with an unbounded critic the empirical objective is
+unbounded above on finite samples (a critic that grows without limit on the P points drives its
+log-mean-exponential term to infinity), while M · tanh(·/M) is the identity for
 |h| << M.
 """
 
@@ -15,11 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy import stats
 from torch import nn
 
-__all__ = ["ACTIVATIONS", "BoundedMLP"]
+__all__ = ["ACTIVATIONS", "INPUT_TRANSFORMS", "BoundedMLP"]
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU}
+INPUT_TRANSFORMS = ("standard", "asinh")
 
 
 class BoundedMLP(nn.Module):
@@ -35,6 +44,8 @@ class BoundedMLP(nn.Module):
         One of ``ACTIVATIONS``.
     output_bound : float
         M in g = M · tanh(h / M).
+    inputs : {"standard", "asinh"}, default="standard"
+        z = (x − input_mean) / input_scale, or asinh of it (see the module docstring).
 
     Examples
     --------
@@ -43,8 +54,19 @@ class BoundedMLP(nn.Module):
     torch.Size([3])
     """
 
-    def __init__(self, input_mean, input_scale, hidden_layer_sizes, activation, output_bound):
+    def __init__(
+        self,
+        input_mean,
+        input_scale,
+        hidden_layer_sizes,
+        activation,
+        output_bound,
+        inputs="standard",
+    ):
         super().__init__()
+        if inputs not in INPUT_TRANSFORMS:
+            raise ValueError(f"critic inputs must be one of {INPUT_TRANSFORMS}, got {inputs!r}")
+        self.inputs = inputs
         self.register_buffer("input_mean", torch.as_tensor(input_mean, dtype=torch.float64))
         self.register_buffer("input_scale", torch.as_tensor(input_scale, dtype=torch.float64))
         self.output_bound = float(output_bound)
@@ -57,8 +79,11 @@ class BoundedMLP(nn.Module):
         self.net = nn.Sequential(*layers)
 
     def standardise(self, x: torch.Tensor) -> torch.Tensor:
-        """z = (x − mean) / scale computed in float64, returned in float32 (the net's dtype)."""
+        """z = (x − mean) / scale (or its asinh) computed in float64, returned in float32 (the
+        net's dtype)."""
         z = (x.to(torch.float64) - self.input_mean) / self.input_scale
+        if getattr(self, "inputs", "standard") == "asinh":  # critics pickled before the option
+            z = torch.asinh(z)
         return z.to(torch.float32)
 
     def head(self, z: torch.Tensor) -> torch.Tensor:
@@ -75,14 +100,19 @@ class BoundedMLP(nn.Module):
 _CONSTANT_SPREAD = 1e-13
 
 
-def _standardisation(pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-feature float64 mean and scale of the pooled training samples.
+def _standardisation(pooled: np.ndarray, inputs: str = "standard") -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature float64 centre and scale of the pooled training samples.
 
-    The scale is the standard deviation, except for a constant feature (a spread that is only
-    rounding noise relative to the feature's largest magnitude): that one is divided by its
-    largest magnitude (1 if it is all zeros), so it standardises to ~0 at any magnitude. Samples
-    near the float64 limit, whose sum or squares overflow, are pre-divided by their largest
-    magnitude.
+    ``inputs="standard"``: the mean and the standard deviation, except for a constant feature (a
+    spread that is only rounding noise relative to the feature's largest magnitude): that one is
+    divided by its largest magnitude (1 if it is all zeros), so it standardises to ~0 at any
+    magnitude. Samples near the float64 limit, whose sum or squares overflow, are pre-divided by
+    their largest magnitude.
+
+    ``inputs="asinh"``: the median and the interquartile range divided by 2·Φ⁻¹(3/4) ≈ 1.349 (a
+    normal's standard deviation, robust to outliers), except for a feature whose interquartile
+    range is 0 (over half of its rows share one value), which keeps the standard centre and
+    scale.
     """
     peak = np.abs(pooled).max(axis=0)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -91,7 +121,17 @@ def _standardisation(pooled: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         unit = pooled / np.where(peak > 0.0, peak, 1.0)
         mean, scale = unit.mean(axis=0) * peak, unit.std(axis=0) * peak
     constant = scale <= _CONSTANT_SPREAD * peak
-    return mean, np.where(constant, np.where(peak > 0.0, peak, 1.0), scale)
+    scale = np.where(constant, np.where(peak > 0.0, peak, 1.0), scale)
+    if inputs == "standard":
+        return mean, scale
+    # Quantiles of the rows divided by their largest magnitude (no overflow near the float64
+    # limit), scaled back.
+    unit_peak = np.where(peak > 0.0, peak, 1.0)
+    unit = pooled / unit_peak
+    median = np.median(unit, axis=0) * unit_peak
+    spread = stats.iqr(unit, axis=0, scale="normal") * unit_peak
+    robust = np.isfinite(spread) & (spread > _CONSTANT_SPREAD * peak)
+    return np.where(robust, median, mean), np.where(robust, spread, scale)
 
 
 # Rows per forward pass when a fitted critic is evaluated (bounds the memory of one pass).

@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 from rdpest.estimators.base import RenyiEstimatorBase
 from rdpest.estimators.critics import (
     ACTIVATIONS,
+    INPUT_TRANSFORMS,
     BoundedMLP,
     _classifier_loss,
     _cyclic,
@@ -113,6 +114,13 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         Adam weight decay.
     critic_bound : float, default=20.0
         M in g = M·tanh(h/M): the critic's output lies in (−M, M).
+    critic_inputs : {"standard", "asinh"}, default="standard"
+        What the critic sees of a sample x: (x − mean)/sd over its training rows, or
+        asinh((x − median)/s), s the interquartile range scaled to a normal's sd
+        (rdpest.estimators.critics). "asinh" is for heavy-tailed samples: outliers no longer set
+        the scale, and beyond the bulk the critic grows like log|x| rather than linearly, which
+        suits log ratios that level off (Student-t, Laplace shifts) and underestimates ones that
+        grow fast (scale changes). ``lower_bound_`` stays valid under either.
     validation_fraction : float, default=0.2
         Part of the training split used for early stopping.
     test_fraction : float, default=0.5
@@ -243,6 +251,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "ema_rate": [Interval(Real, 0, 1, closed="left")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "critic_bound": [Interval(Real, 0, None, closed="neither")],
+        "critic_inputs": [StrOptions(set(INPUT_TRANSFORMS))],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "test_fraction": [Interval(Real, 0, 1, closed="neither")],
         "confidence": [StrOptions(set(MEAN_BOUND_METHODS))],
@@ -274,6 +283,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         ema_rate=0.99,
         weight_decay=1e-4,
         critic_bound=20.0,
+        critic_inputs="standard",
         validation_fraction=0.2,
         test_fraction=0.5,
         confidence="betting",
@@ -302,6 +312,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         self.ema_rate = ema_rate
         self.weight_decay = weight_decay
         self.critic_bound = critic_bound
+        self.critic_inputs = critic_inputs
         self.validation_fraction = validation_fraction
         self.test_fraction = test_fraction
         self.confidence = confidence
@@ -508,13 +519,12 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         fit_p, val_p = split_indices(len(P), self._n_validation(len(P)), rng)
         fit_q, val_q = split_indices(len(Q), self._n_validation(len(Q)), rng)
         p_fit, p_val, q_fit, q_val = P[fit_p], P[val_p], Q[fit_q], Q[val_q]
-        mean, scale = _standardisation(np.concatenate([p_fit, q_fit]))
+        mean, scale = _standardisation(np.concatenate([p_fit, q_fit]), self.critic_inputs)
         devices = [device] if device.type == "cuda" else []
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
-            critic = BoundedMLP(
-                mean, scale, tuple(self.hidden_layer_sizes), self.activation, self.critic_bound
-            ).to(device)
+            options = (self.activation, self.critic_bound, self.critic_inputs)
+            critic = BoundedMLP(mean, scale, tuple(self.hidden_layer_sizes), *options).to(device)
             generator = torch.Generator(device="cpu").manual_seed(seed)
         optimizer = torch.optim.Adam(
             critic.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay

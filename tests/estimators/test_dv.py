@@ -290,6 +290,7 @@ BAD_PARAMS = [
     ({"certificate": "guess"}, "certificate"),
     ({"confidence_region": "box"}, "confidence_region"),
     ({"n_repeats": 0}, "n_repeats"),
+    ({"critic_inputs": "log"}, "critic_inputs"),
 ]
 
 
