@@ -18,7 +18,9 @@ Usage::
 
 Results: one JSON file per seed under benchmarks/results/point_estimates/inputs/cells/ (atomic
 writes: an interrupted run resumes); results.json and results.md summarise every cell written so
-far, so the table grows with runs of other grids.
+far, so the table grows with runs of other grids. ``--point-window balanced`` fits both
+transforms with that point window instead of the default; its cells and tables go to a folder of
+their own (``inputs/balanced/``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from tqdm.auto import tqdm
 from rdpest import DVRenyiEstimator
 from rdpest.datasets import FAMILIES, family_parameters
 from rdpest.estimators.critics import INPUT_TRANSFORMS
+from rdpest.estimators.windows import WINDOW_RULES
 from rdpest.stats.certificates import _dv_bracket
 from rdpest.stats.regions import log_mean_exp
 from rdpest.utils.io import atomic_write_text
@@ -45,8 +48,11 @@ RESULTS = Path(__file__).resolve().parent / "results" / "point_estimates" / "inp
 EXACT = ("oracle_all", "floor", "floor_q")
 
 
-def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, out: Path) -> dict:
-    """Both transforms' fits of one seed, and the exact-L columns (read back if written)."""
+def one_seed(
+    family: str, alpha: float, divergence: float, n: int, seed: int, out: Path, window: str
+) -> dict:
+    """Both transforms' fits of one seed with ``point_window=window``, and the exact-L columns
+    (read back if written)."""
     path = _cell_path(out, family, alpha, divergence, n, seed)
     if path.exists():
         return json.loads(path.read_text())
@@ -58,10 +64,13 @@ def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, ou
         "oracle_all": _dv_bracket(lp, lq, a),
         "floor": log_mean_exp((a - 1) * lp) / (a - 1),
         "floor_q": log_mean_exp(a * lq) / (a - 1),
+        "point_window": window,
     }
     for inputs in INPUT_TRANSFORMS:
         start = time.perf_counter()
-        est = DVRenyiEstimator(alpha=a, random_state=seed, critic_inputs=inputs).fit(X, Y)
+        est = DVRenyiEstimator(
+            alpha=a, random_state=seed, critic_inputs=inputs, point_window=window
+        ).fit(X, Y)
         row[f"seconds_{inputs}"] = time.perf_counter() - start
         row[inputs] = est.divergence_
         row[f"lower_bound_{inputs}"] = est.lower_bound_
@@ -80,6 +89,7 @@ def summary_of(rows: list[dict]) -> list[dict]:
             if (r["family"], r["alpha"], r["divergence"], r["n"])
             == (entry["family"], entry["alpha"], entry["divergence"], entry["n"])
         ]
+        entry["point_window"] = cell[0].get("point_window", "range")  # older cells: the default
         for inputs in INPUT_TRANSFORMS:
             entry[f"sd_{inputs}"] = float(np.std([r[inputs] for r in cell]))
             entry[f"bound_{inputs}"] = float(np.mean([r[f"lower_bound_{inputs}"] for r in cell]))
@@ -92,6 +102,8 @@ def table(summary: list[dict], command: str) -> str:
     names = " / ".join(INPUT_TRANSFORMS)
     lines = [
         "# Point estimates: the critic's input transform (DVRenyiEstimator critic_inputs)",
+        "",
+        f"Point window: `{summary[0]['point_window'] if summary else 'range'}`.",
         "",
         f"Command (last run): `{command}`. Every pair of columns is {names} on the same samples "
         "and seeds: median relative error over the seeds (median signed error in brackets), the "
@@ -135,8 +147,11 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--point-window", choices=WINDOW_RULES, default="range")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    # Another window's cells go to their own folder: a table never mixes windows.
+    out = args.out or (RESULTS if args.point_window == "range" else RESULTS / args.point_window)
     cells, skipped = [], []
     for f in args.families:
         for a in args.alphas:
@@ -150,15 +165,15 @@ def main(argv=None) -> int:
         print("skipped:", line)
     jobs = [(f, a, d, args.n, s) for f, a, d in cells for s in range(args.seeds)]
     rows = Parallel(n_jobs=args.n_jobs, return_as="generator")(
-        delayed(one_seed)(*job, args.out) for job in jobs
+        delayed(one_seed)(*job, out, args.point_window) for job in jobs
     )
     list(tqdm(rows, total=len(jobs), desc="seeds"))
-    rows = [json.loads(p.read_text()) for p in sorted((args.out / "cells").glob("*.json"))]
+    rows = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
     summary = summary_of(rows)
     command = "python benchmarks/bench_point_inputs.py " + " ".join(argv or sys.argv[1:])
     text = table(summary, command.strip())
-    atomic_write_text(args.out / "results.json", json.dumps(summary, indent=2))
-    atomic_write_text(args.out / "results.md", text)
+    atomic_write_text(out / "results.json", json.dumps(summary, indent=2))
+    atomic_write_text(out / "results.md", text)
     print(text)
     return 0
 
