@@ -356,6 +356,23 @@ def target_met(entry: dict) -> bool:
     return entry["cross_fit"] <= 0.25
 
 
+def realisable_cells(families, alphas, divergences) -> tuple[list[tuple], list[str]]:
+    """The (family, α, D) cells of a grid that the family can realise, and a line (printed) for
+    each one it cannot (some families cannot reach some (α, D))."""
+    cells, skipped = [], []
+    for f in families:
+        for a in alphas:
+            for d in divergences:
+                try:
+                    family_parameters(f, a, d)
+                    cells.append((f, a, d))
+                except ValueError as error:
+                    skipped.append(f"{f} α={a:g} D={d:g}: {error}")
+    for line in skipped:
+        print("skipped:", line)
+    return cells, skipped
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -378,17 +395,7 @@ def main(argv=None) -> int:
         print(fit_time(families, alphas[0], args.n, seeds, out, command.strip()))
         return 0
     work = cross_fit_seed if args.cross_fit else one_seed
-    cells, skipped = [], []
-    for f in families:
-        for a in alphas:
-            for d in args.divergences:
-                try:  # some families cannot realise some (α, D): skipped, and said so
-                    family_parameters(f, a, d)
-                    cells.append((f, a, d))
-                except ValueError as error:
-                    skipped.append(f"{f} α={a:g} D={d:g}: {error}")
-    for line in skipped:
-        print("skipped:", line)
+    cells, skipped = realisable_cells(families, alphas, args.divergences)
     jobs = [(f, a, d, args.n, s) for f, a, d in cells for s in range(seeds)]
     rows = Parallel(n_jobs=args.n_jobs, return_as="generator")(
         delayed(work)(*job, out) for job in jobs

@@ -32,12 +32,19 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_point_estimates import _cell_key, _cell_path, _samples, summarise, target_met
+from bench_point_estimates import (
+    _cell_key,
+    _cell_path,
+    _samples,
+    realisable_cells,
+    summarise,
+    target_met,
+)
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
-from rdpest.datasets import FAMILIES, family_parameters
+from rdpest.datasets import FAMILIES
 from rdpest.estimators.critics import INPUT_TRANSFORMS
 from rdpest.estimators.windows import WINDOW_RULES
 from rdpest.stats.certificates import _dv_bracket
@@ -152,17 +159,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     # Another window's cells go to their own folder: a table never mixes windows.
     out = args.out or (RESULTS if args.point_window == "range" else RESULTS / args.point_window)
-    cells, skipped = [], []
-    for f in args.families:
-        for a in args.alphas:
-            for d in args.divergences:
-                try:  # some families cannot realise some (α, D): skipped, and said so
-                    family_parameters(f, a, d)
-                    cells.append((f, a, d))
-                except ValueError as error:
-                    skipped.append(f"{f} α={a:g} D={d:g}: {error}")
-    for line in skipped:
-        print("skipped:", line)
+    cells, _ = realisable_cells(args.families, args.alphas, args.divergences)
     jobs = [(f, a, d, args.n, s) for f, a, d in cells for s in range(args.seeds)]
     rows = Parallel(n_jobs=args.n_jobs, return_as="generator")(
         delayed(one_seed)(*job, out, args.point_window) for job in jobs

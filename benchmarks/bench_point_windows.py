@@ -33,12 +33,19 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from bench_point_estimates import _cell_key, _samples, summarise, target_met, unreachable
+from bench_point_estimates import (
+    _cell_key,
+    _samples,
+    realisable_cells,
+    summarise,
+    target_met,
+    unreachable,
+)
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
-from rdpest.datasets import FAMILIES, family_parameters, make_renyi_pair
+from rdpest.datasets import FAMILIES, make_renyi_pair
 from rdpest.estimators.windows import WINDOW_RULES, _clipped_bracket, point_estimate_window
 from rdpest.stats.certificates import _dv_bracket
 from rdpest.stats.regions import log_mean_exp
@@ -174,16 +181,8 @@ def main(argv=None) -> int:
         del given[given.index("--out") : given.index("--out") + 2]
     command = "python benchmarks/bench_point_windows.py " + " ".join(given)
     if not args.summarise:
-        jobs = []
-        for f in args.families:
-            for a in args.alphas:
-                for d in args.divergences:
-                    try:  # some families cannot realise some (α, D): skipped, and said so
-                        family_parameters(f, a, d)
-                    except ValueError as error:
-                        print(f"skipped: {f} α={a:g} D={d:g}: {error}")
-                        continue
-                    jobs += [(f, a, d, args.n, s) for s in range(args.seeds)]
+        cells, _ = realisable_cells(args.families, args.alphas, args.divergences)
+        jobs = [(f, a, d, args.n, s) for f, a, d in cells for s in range(args.seeds)]
         runs = Parallel(n_jobs=args.n_jobs, return_as="generator")(
             delayed(collect_seed)(*job, out) for job in jobs
         )
