@@ -104,18 +104,20 @@ def test_asinh_critic_pickles_and_is_used_by_log_ratio_and_score():
 
 @pytest.mark.slow
 def test_asinh_inputs_steady_a_heavy_tailed_pair():
-    """Positive control of the option's claim: Student-t (3 degrees of freedom) shift, D_4 = 1,
-    n = 500. Over these 10 fixed seeds the standard inputs measured a median relative error of
-    0.60 and an estimate sd of 2.6 (estimates from −1.1 to 8.1: the critic extrapolates linearly
-    into the tails, where the log ratio levels off to 0); asinh inputs 0.33 and 0.43. The
-    thresholds (asinh's error below 0.8 × standard's, its sd below a third) sit well inside
-    both gaps; a transform that changed nothing fails both."""
-    errors, estimates = {"standard": [], "asinh": []}, {"standard": [], "asinh": []}
+    """Positive control of the option's claim, a smaller spread: Student-t (3 degrees of freedom)
+    shift, D_4 = 1, n = 500. Over these 10 fixed seeds the standard inputs' estimates ranged from
+    −1.5 to 8.1 (sd 2.6, worst error 7.1: the critic extrapolates linearly into the tails, where
+    the log ratio levels off to 0); asinh inputs' from 0.11 to 1.57 (sd 0.41, worst error 0.89).
+    The thresholds (a third of the standard sd and worst error) sit a factor 2.5 or more from
+    both; a transform that changed nothing fails both. The median error is not the claim: it
+    favoured asinh on these seeds (0.33 against 0.60) and standard inputs over 20
+    (benchmarks/results/point_estimates/inputs/: 0.34 against 0.24)."""
+    estimates = {"standard": [], "asinh": []}
     for seed in range(10):
         X, Y, truth = make_renyi_pair("student_t_shift", 4.0, 1.0, 500, random_state=seed)
-        for inputs in errors:
+        for inputs in estimates:
             est = DVRenyiEstimator(alpha=4.0, critic_inputs=inputs, random_state=seed).fit(X, Y)
-            errors[inputs].append(abs(est.divergence_ / truth - 1.0))
             estimates[inputs].append(est.divergence_)
-    assert np.median(errors["asinh"]) < 0.8 * np.median(errors["standard"])
-    assert np.std(estimates["asinh"]) < np.std(estimates["standard"]) / 3
+    standard, robust = np.array(estimates["standard"]), np.array(estimates["asinh"])
+    assert np.std(robust) < np.std(standard) / 3
+    assert np.max(np.abs(robust - truth)) < np.max(np.abs(standard - truth)) / 3
