@@ -356,6 +356,19 @@ def target_met(entry: dict) -> bool:
     return entry["cross_fit"] <= 0.25
 
 
+def stored_rows(out: Path) -> list[dict]:
+    """Every seed's row written under ``out/cells`` so far (earlier runs' grids too)."""
+    return [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
+
+
+def write_results(out: Path, summary: list[dict], text: str) -> None:
+    """The summary as results.json and its table as results.md under ``out``; the table is
+    printed."""
+    atomic_write_text(out / "results.json", json.dumps(summary, indent=2))
+    atomic_write_text(out / "results.md", text)
+    print(text)
+
+
 def realisable_cells(families, alphas, divergences) -> tuple[list[tuple], list[str]]:
     """The (family, α, D) cells of a grid that the family can realise, and a line (printed) for
     each one it cannot (some families cannot reach some (α, D))."""
@@ -403,8 +416,7 @@ def main(argv=None) -> int:
     rows = list(tqdm(rows, total=len(jobs), desc="seeds"))
     command = "python benchmarks/bench_point_estimates.py " + " ".join(argv or sys.argv[1:])
     if args.cross_fit:
-        # Every cell written so far (earlier runs' grids too), so the table grows with runs.
-        rows = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
+        rows = stored_rows(out)  # earlier runs' grids too, so the table grows with runs
         summary = summarise(rows, CROSS_FIT_COLUMNS)
         text = cross_fit_table(summary, command.strip())
         if skipped:
@@ -413,9 +425,7 @@ def main(argv=None) -> int:
     else:
         summary = summarise(rows)
         text = table(summary, command.strip())
-    atomic_write_text(out / "results.json", json.dumps(summary, indent=2))
-    atomic_write_text(out / "results.md", text)
-    print(text)
+    write_results(out, summary, text)
     return 0
 
 

@@ -37,8 +37,10 @@ from bench_point_estimates import (
     _cell_path,
     _samples,
     realisable_cells,
+    stored_rows,
     summarise,
     target_met,
+    write_results,
 )
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
@@ -165,13 +167,9 @@ def main(argv=None) -> int:
         delayed(one_seed)(*job, out, args.point_window) for job in jobs
     )
     list(tqdm(rows, total=len(jobs), desc="seeds"))
-    rows = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
-    summary = summary_of(rows)
+    summary = summary_of(stored_rows(out))
     command = "python benchmarks/bench_point_inputs.py " + " ".join(argv or sys.argv[1:])
-    text = table(summary, command.strip())
-    atomic_write_text(out / "results.json", json.dumps(summary, indent=2))
-    atomic_write_text(out / "results.md", text)
-    print(text)
+    write_results(out, summary, table(summary, command.strip()))
     return 0
 
 

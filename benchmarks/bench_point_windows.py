@@ -27,7 +27,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -40,6 +39,7 @@ from bench_point_estimates import (
     summarise,
     target_met,
     unreachable,
+    write_results,
 )
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
@@ -193,11 +193,8 @@ def main(argv=None) -> int:
     paths = sorted((out / "critic_values").glob("*.npz"))
     rows = Parallel(n_jobs=args.n_jobs)(delayed(seed_row)(path) for path in tqdm(paths))
     summary = summarise(rows, COLUMNS)
-    atomic_write_text(out / "results.json", json.dumps(summary, indent=2))
     collected = (out / "command.txt").read_text().strip() if (out / "command.txt").exists() else ""
-    text = table(summary, collected or command.strip())
-    atomic_write_text(out / "results.md", text)
-    print(text)
+    write_results(out, summary, table(summary, collected or command.strip()))
     return 0
 
 

@@ -115,21 +115,21 @@ def _standardisation(pooled: np.ndarray, inputs: str = "standard") -> tuple[np.n
     scale.
     """
     peak = np.abs(pooled).max(axis=0)
+    # Dividing the rows by their largest magnitude (1 for an all-zero feature) keeps sums,
+    # squares and quantiles finite near the float64 limit.
+    safe_peak = np.where(peak > 0.0, peak, 1.0)
     with np.errstate(over="ignore", invalid="ignore"):
         mean, scale = pooled.mean(axis=0), pooled.std(axis=0)
     if not (np.isfinite(mean).all() and np.isfinite(scale).all()):
-        unit = pooled / np.where(peak > 0.0, peak, 1.0)
+        unit = pooled / safe_peak
         mean, scale = unit.mean(axis=0) * peak, unit.std(axis=0) * peak
     constant = scale <= _CONSTANT_SPREAD * peak
-    scale = np.where(constant, np.where(peak > 0.0, peak, 1.0), scale)
+    scale = np.where(constant, safe_peak, scale)
     if inputs == "standard":
         return mean, scale
-    # Quantiles of the rows divided by their largest magnitude (no overflow near the float64
-    # limit), scaled back.
-    unit_peak = np.where(peak > 0.0, peak, 1.0)
-    unit = pooled / unit_peak
-    median = np.median(unit, axis=0) * unit_peak
-    spread = stats.iqr(unit, axis=0, scale="normal") * unit_peak
+    unit = pooled / safe_peak
+    median = np.median(unit, axis=0) * safe_peak
+    spread = stats.iqr(unit, axis=0, scale="normal") * safe_peak
     robust = np.isfinite(spread) & (spread > _CONSTANT_SPREAD * peak)
     return np.where(robust, median, mean), np.where(robust, spread, scale)
 
