@@ -1,0 +1,89 @@
+"""The stacked tanh (rdpest.auditing.dpsgd.activations): torch's tanh to float rounding, forward
+and backward, in place of nn.Tanh in stacked networks only.
+
+Tolerance of the float32 forward: 2·sigmoid(2x) − 1 rounds three times (sigmoid, the doubling,
+which is exact, and the subtraction) on numbers of magnitude at most 2, each by at most one unit
+in the last place of 1 for a correctly rounded operation (1.19e-7), and torch's float32 sigmoid
+and tanh kernels are within a few ulps; 3e-7 absolute (2.5 ulps of 1) allows that. A wrong
+identity (sigmoid(x) instead of sigmoid(2x), a missing "− 1") is off by at least 1e-2 on this
+grid, far outside it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from rdpest.auditing.dpsgd import activations
+from rdpest.auditing.dpsgd.activations import StackedTanh
+from rdpest.auditing.dpsgd.models import make_model
+from rdpest.auditing.dpsgd.stacking import stack_model
+
+GRID = torch.cat(
+    [
+        torch.linspace(-25.0, 25.0, 200_001),
+        torch.tensor([0.0, -0.0, 1e-30, -1e-7, 1e-3, 88.0, -89.0, 1e30, -1e30]),
+        torch.tensor([float("inf"), float("-inf")]),
+    ]
+)
+
+
+def test_forward_is_torch_tanh_to_float32_rounding():
+    got = StackedTanh()(GRID)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, torch.tanh(GRID), rtol=0, atol=3e-7)
+    assert got.abs().max() <= 1.0
+    assert got[-2] == 1.0 and got[-1] == -1.0  # ±inf saturate, no NaN from inf/inf
+    assert torch.isnan(StackedTanh()(torch.tensor([float("nan")]))).all()
+
+
+def test_forward_in_float64_is_torch_tanh_to_float64_rounding():
+    x = GRID.double()
+    torch.testing.assert_close(StackedTanh()(x), torch.tanh(x), rtol=0, atol=1e-15)
+
+
+def test_backward_is_torch_tanh_backward():
+    x = (GRID[:-2] / 3).requires_grad_()  # finite inputs
+    weights = torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
+    (mine,) = torch.autograd.grad((StackedTanh()(x) * weights).sum(), x)
+    (theirs,) = torch.autograd.grad((torch.tanh(x) * weights).sum(), x)
+    # d/dx = w·(1 − y²): |w| is below 6 here and y is off by 3e-7 at most, so 1 − y² is off by
+    # about 6e-7.
+    torch.testing.assert_close(mine, theirs, rtol=0, atol=6 * 6e-7)
+    small = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(StackedTanh(), (small,))
+
+
+def test_layout_and_shape_are_kept():
+    x = torch.randn(6, 4).t()  # a transposed view
+    y = StackedTanh()(x)
+    assert y.shape == (4, 6)
+    torch.testing.assert_close(y, torch.tanh(x), rtol=0, atol=3e-7)
+
+
+def test_other_devices_use_torch_tanh(monkeypatch):
+    def refuse(*args):
+        raise AssertionError("the CPU identity ran off the CPU")
+
+    monkeypatch.setattr(activations._SigmoidTanh, "apply", refuse)
+    out = StackedTanh()(torch.empty(3, 2, device="meta"))
+    assert out.device.type == "meta" and out.shape == (3, 2)
+    if torch.cuda.is_available():  # pragma: no cover - no GPU in CI
+        x = torch.randn(5, device="cuda")
+        torch.testing.assert_close(StackedTanh()(x), torch.tanh(x))
+    with pytest.raises(AssertionError, match="off the CPU"):
+        StackedTanh()(torch.zeros(2))
+
+
+def test_only_stacking_swaps_tanh():
+    model = make_model("mlp", 64, 10)
+    assert [type(m) for m in model].count(nn.Tanh) == 1  # the user's model keeps nn.Tanh
+    stacked = stack_model(model, 3)
+    kinds = [type(m) for m in stacked]
+    assert StackedTanh in kinds and nn.Tanh not in kinds
+    relu = stack_model(nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)), 2)
+    assert type(relu[1]) is nn.ReLU
+    x = torch.randn(3 * 5, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(stacked(x), model(x), rtol=0, atol=1e-5)
