@@ -188,7 +188,8 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     Attributes
     ----------
     divergence_ : float
-        Point estimate of D_α (the larger direction for ``direction="max"``).
+        Point estimate of D_α (the larger direction for ``direction="max"``); not clamped at
+        0, so it can be negative, even below ``lower_bound_``, where the critic finds little.
     lower_bound_ : float
         One-sided (1 − beta) lower confidence bound, clamped at 0.
     certified_ : bool
