@@ -7,7 +7,8 @@ the same function through the identity
     tanh(x) = 2·sigmoid(2x) − 1      (since sigmoid(2x) = 1 / (1 + e^{−2x}))
 
 with one allocation and three in-place passes, and its derivative 1 − tanh(x)² from the saved
-output, as torch's own ``tanh`` backward does. The two differ by float rounding: a few float32
+output, as torch's own ``tanh`` backward does (inside a stack, in the memory of the gradient it
+receives: see ``reuse_grad``). The two differ by float rounding: a few float32
 units in the last place of 1 (under 3e-7) in absolute terms. Unlike ``torch.tanh``, the identity
 does not keep relative accuracy for inputs of magnitude below about 1e-6, whose tanh it returns
 within that absolute error of 0. Stacking (:func:`rdpest.auditing.dpsgd.stacking.stack_model`)
@@ -27,22 +28,43 @@ class _SigmoidTanh(torch.autograd.Function):
     """tanh through 2·sigmoid(2x) − 1; backward from the saved output, 1 − y²."""
 
     @staticmethod
-    def forward(ctx, x):
+    def forward(ctx, x, reuse_grad):
         y = x.mul(2)
         y.sigmoid_()
         y.mul_(2).sub_(1)
         ctx.save_for_backward(y)
+        ctx.reuse_grad = reuse_grad
         return y
 
     @staticmethod
     def backward(ctx, grad):
         (y,) = ctx.saved_tensors
-        # torch's own tanh backward, grad·(1 − y²), from the output.
-        return torch.ops.aten.tanh_backward(grad, y)
+        # torch's own tanh backward, grad·(1 − y²), from the output; written over the incoming
+        # gradient where StackedTanh's reuse_grad says nothing else reads it, where it is laid
+        # out as y (dense, as every new elementwise result is, so no two elements share memory)
+        # and where no second-order graph records the backward (grad mode is off).
+        if (
+            ctx.reuse_grad
+            and not torch.is_grad_enabled()
+            and grad.shape == y.shape
+            and grad.stride() == y.stride()
+            and grad.dtype == y.dtype
+        ):
+            return torch.ops.aten.tanh_backward.grad_input(grad, y, grad_input=grad), None
+        return torch.ops.aten.tanh_backward(grad, y), None
 
 
 class StackedTanh(nn.Module):
     """``nn.Tanh`` with the CPU forward computed as 2·sigmoid(2x) − 1 (module docstring).
+
+    Parameters
+    ----------
+    reuse_grad : bool, default=False
+        Compute the backward pass in the memory of the gradient it receives (one fresh tensor
+        fewer per step, which on the CPU is mostly fewer page faults). Only where nothing else
+        reads that gradient: :func:`~rdpest.auditing.dpsgd.stacking.stack_model` sets it for a
+        tanh followed by a trainable layer, whose input-gradient product is what arrives here.
+        Never for a tanh whose output a caller differentiates with a gradient of their own.
 
     Examples
     --------
@@ -51,7 +73,14 @@ class StackedTanh(nn.Module):
     True
     """
 
+    def __init__(self, reuse_grad: bool = False):
+        super().__init__()
+        self.reuse_grad = bool(reuse_grad)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.device.type != "cpu" or not x.is_floating_point():
             return torch.tanh(x)
-        return _SigmoidTanh.apply(x)
+        return _SigmoidTanh.apply(x, self.reuse_grad)
+
+    def extra_repr(self) -> str:
+        return "reuse_grad=True" if self.reuse_grad else ""

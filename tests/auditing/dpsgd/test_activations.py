@@ -87,3 +87,55 @@ def test_only_stacking_swaps_tanh():
     x = torch.randn(3 * 5, 64)
     with torch.no_grad():
         torch.testing.assert_close(stacked(x), model(x), rtol=0, atol=1e-5)
+
+
+def _hidden_tanh_grads(reuse_grad: bool, create_graph: bool = False):
+    """x → StackedTanh → linear → sum: the input gradient, and the gradient that arrived at the
+    tanh as a hook on its output saw it (the memory the backward may write over)."""
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(40, 6, dtype=torch.float64, generator=gen).requires_grad_()
+    weight = torch.randn(6, 3, dtype=torch.float64, generator=gen)
+    seen = []
+    y = StackedTanh(reuse_grad=reuse_grad)(x)
+    y.register_hook(seen.append)
+    (grad,) = torch.autograd.grad((y @ weight).sum(), x, create_graph=create_graph)
+    return x, weight, grad, seen[0]
+
+
+def test_reused_gradient_memory_gives_torch_tanh_backward():
+    x, weight, grad, arrived = _hidden_tanh_grads(reuse_grad=True)
+    # What arrives is (y @ w).sum()'s gradient: each row is w's row sums; float64, so the only
+    # difference from torch's tanh is the identity's rounding, a few units of 1e-16.
+    expected = (1 - torch.tanh(x.detach()) ** 2) * weight.sum(dim=1)
+    torch.testing.assert_close(grad, expected, rtol=0, atol=1e-14)
+    # Positive control of the reuse: the arriving gradient's memory now holds the result.
+    assert arrived.data_ptr() == grad.data_ptr()
+    torch.testing.assert_close(arrived, expected, rtol=0, atol=1e-14)
+    # By default the arriving gradient is left as it came.
+    x, weight, grad, arrived = _hidden_tanh_grads(reuse_grad=False)
+    assert arrived.data_ptr() != grad.data_ptr()
+    torch.testing.assert_close(arrived, weight.sum(dim=1).expand(40, 6), rtol=0, atol=0)
+
+
+def test_reuse_falls_back_where_it_would_be_wrong():
+    # A caller's own gradient of another layout (a transposed view) is read, not written.
+    x = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+    mine = torch.randn(4, 5, dtype=torch.float64).t()
+    before = mine.clone()
+    (grad,) = torch.autograd.grad(StackedTanh(reuse_grad=True)(x), x, mine)
+    torch.testing.assert_close(mine, before, rtol=0, atol=0)
+    torch.testing.assert_close(grad, (1 - torch.tanh(x.detach()) ** 2) * mine, rtol=0, atol=1e-14)
+    # A second-order graph records the out-of-place backward: gradgradcheck holds with reuse on.
+    small = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(StackedTanh(reuse_grad=True), (small,))
+    _, _, grad, _ = _hidden_tanh_grads(reuse_grad=True, create_graph=True)
+    assert grad.requires_grad
+
+
+def test_stacking_reuses_the_gradient_only_before_a_layer_with_weights():
+    stacked = stack_model(make_model("mlp", 64, 10), 2)
+    assert [m.reuse_grad for m in stacked if type(m) is StackedTanh] == [True]
+    last = stack_model(nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Flatten()), 2)
+    assert type(last[1]) is StackedTanh and not last[1].reuse_grad
+    cnn = stack_model(make_model("cnn", 64, 10), 2)
+    assert [m.reuse_grad for m in cnn if type(m) is StackedTanh] == [True, True]
