@@ -8,10 +8,10 @@ the same function through the identity
 
 with one allocation and three in-place passes, and its derivative 1 − tanh(x)² from the saved
 output, as torch's own ``tanh`` backward does (inside a stack, in the memory of the gradient it
-receives: see ``reuse_grad``). The two differ by float rounding: a few float32
-units in the last place of 1 (under 3e-7) in absolute terms. Unlike ``torch.tanh``, the identity
-does not keep relative accuracy for inputs of magnitude below about 1e-6, whose tanh it returns
-within that absolute error of 0. Stacking (:func:`rdpest.auditing.dpsgd.stacking.stack_model`)
+receives: see ``reuse_grad``). The two differ by float rounding: a few float32 units in the last
+place of 1 (under 3e-7) in absolute terms. Unlike ``torch.tanh``, the identity does not keep
+relative accuracy for inputs of magnitude below about 1e-6, whose tanh it returns within that
+absolute error of 0. Stacking (:func:`rdpest.auditing.dpsgd.stacking.stack_model`)
 puts it in place of ``nn.Tanh``; on other devices it is ``torch.tanh``. Models per second with
 it: ``python benchmarks/bench_auditing.py --throughput``.
 """
@@ -64,7 +64,8 @@ class StackedTanh(nn.Module):
         fewer per step, which on the CPU is mostly fewer page faults). Only where nothing else
         reads that gradient: :func:`~rdpest.auditing.dpsgd.stacking.stack_model` sets it for a
         tanh followed by a trainable layer, whose input-gradient product is what arrives here.
-        Never for a tanh whose output a caller differentiates with a gradient of their own.
+        Never for a tanh whose output a caller differentiates with a gradient of their own, or
+        whose output gradient a hook keeps: both would find it overwritten.
 
     Examples
     --------
