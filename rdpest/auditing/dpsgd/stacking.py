@@ -607,7 +607,7 @@ def auto_stack_size(
     return 1 << (fits.bit_length() - 1)
 
 
-def _stacked_layer(module: nn.Module, copies: int, trainable_after: bool) -> nn.Module:
+def _stacked_layer(module: nn.Module, copies: int, weights_after: bool) -> nn.Module:
     if type(module) is nn.Linear:
         return StackedLinear(module, copies)
     if type(module) is nn.Conv2d:
@@ -615,7 +615,7 @@ def _stacked_layer(module: nn.Module, copies: int, trainable_after: bool) -> nn.
     if type(module) is nn.Tanh:
         # Followed by a layer with weights, the gradient reaching the tanh is that layer's fresh
         # input-gradient product (through parameter-free layers only), which nothing else keeps.
-        return StackedTanh(reuse_grad=trainable_after)
+        return StackedTanh(reuse_grad=weights_after)
     return copy.deepcopy(module)
 
 
@@ -623,11 +623,8 @@ def stack_model(net: nn.Module, copies: int) -> nn.Sequential:
     """A stacked copy of a :func:`stackable` ``net``: every copy starts from ``net``'s weights."""
     if not any(stackable(net, ndim) for ndim in (2, 3, 4)):
         raise ValueError(f"this model cannot be stacked: {net!r}")
-    children = list(net)
-    layers = [
-        _stacked_layer(m, copies, any(type(n) in (nn.Linear, nn.Conv2d) for n in children[i + 1 :]))
-        for i, m in enumerate(children)
-    ]
+    weighted = [i for i, m in enumerate(net) if type(m) in (nn.Linear, nn.Conv2d)]
+    layers = [_stacked_layer(m, copies, i < weighted[-1]) for i, m in enumerate(net)]
     return nn.Sequential(*layers).to(next(net.parameters()).device)
 
 
