@@ -29,23 +29,16 @@ def _same_data(earlier: torch.Tensor, a: torch.Tensor, version: int) -> bool:
 SHARED_MAX_OUTPUTS = 10
 
 
-def _shared_block(layer, x: torch.Tensor) -> torch.Tensor | None:
-    """The first of ``x``'s K row blocks when ``layer.repeated_input``, the layer has at most
-    :data:`SHARED_MAX_OUTPUTS` outputs and all K blocks are equal (checked once per unchanged input
-    tensor, as :func:`_input_row_norms` caches); else None.
+def _repeated_block(layer, x: torch.Tensor) -> torch.Tensor | None:
+    """The first of ``x``'s K row blocks when ``layer.repeated_input`` and all K blocks are equal
+    (checked once per unchanged input tensor, as :func:`_input_row_norms` caches); else None.
 
-    Only for an input that needs no gradient (data): the shared products send no gradient to the
-    other blocks' rows.
+    Only for an input that needs no gradient (data): products over the shared block send no
+    gradient to the other blocks' rows.
     """
-    if (
-        not layer.repeated_input
-        or layer.out_features > SHARED_MAX_OUTPUTS
-        or x.requires_grad
-        or x.ndim != 2
-        or x.shape[0] % layer.copies
-    ):
+    if not layer.repeated_input or x.requires_grad or x.shape[0] % layer.copies:
         return None
-    blocks = x.reshape(layer.copies, -1, x.shape[-1])
+    blocks = x.reshape(layer.copies, -1, *x.shape[1:])
     cached = layer.repeat_check
     if cached is not None and _same_data(cached[0], x, cached[1]):
         repeated = cached[2]
@@ -53,6 +46,14 @@ def _shared_block(layer, x: torch.Tensor) -> torch.Tensor | None:
         repeated = bool(torch.equal(blocks, blocks[:1].expand_as(blocks)))
         layer.repeat_check = (x, x._version, repeated)
     return blocks[0] if repeated else None
+
+
+def _shared_block(layer, x: torch.Tensor) -> torch.Tensor | None:
+    """For a stacked linear layer: :func:`_repeated_block` of its (rows, features) input when the
+    layer has at most :data:`SHARED_MAX_OUTPUTS` outputs; else None."""
+    if layer.out_features > SHARED_MAX_OUTPUTS or x.ndim != 2:
+        return None
+    return _repeated_block(layer, x)
 
 
 def _row_norms(rows: torch.Tensor) -> torch.Tensor:

@@ -18,8 +18,9 @@ Why each copy is exactly one DP-SGD run (Abadi et al. 2016) through Opacus's ``P
 1. Clipping. Row r's gradient is zero outside copy k's slices, so its norm over all parameters,
    which Opacus's ghost clipping computes (from activations and output gradients: for a linear
    layer ‖a‖·‖g‖ for the weight and ‖g‖ for the bias, Li et al. 2022; for a convolution the
-   norm of the per-example gradient that Opacus's convolution sampler forms from the unfolded
-   input) and clips, is the norm of example i's gradient in model k.
+   norm of the per-example gradient, the product of the output gradient with the unfolded
+   input, formed here for the ungrouped ones and by Opacus's sampler for the others) and clips,
+   is the norm of example i's gradient in model k.
 2. Summing. Ghost clipping's second backward pass forms Σ_r c_r ∇loss_r; slice k of it is model
    k's sum of clipped per-example gradients. Where every trainable layer is a
    :class:`StackedLinear` or a :class:`StackedConv2d`, the same sums come from the first pass
@@ -38,9 +39,11 @@ Two Opacus classes are specialised on the instances that ``make_private`` return
 changes), and for speed only: the module's sum of per-row norms (:class:`StackedGradSampleModule`)
 and the criterion's backward (one pass instead of two,
 :class:`~rdpest.auditing.dpsgd.one_pass.OnePassLoss`). The noise and the step are Opacus's own.
-Also for speed, a narrow first layer, whose input is the same data for every copy, computes all
-copies' outputs and clipped sums with one product each over the shared rows instead of K small
-ones (the same sums, tested against Opacus's two passes over per-copy products); and ``nn.Tanh``
+Also for speed, a narrow first linear layer, whose input is the same data for every copy,
+computes all copies' outputs and clipped sums with one product each over the shared rows
+instead of K small ones (the same sums, tested against Opacus's two passes over per-copy
+products), and a first convolution acts as one convolution of the data with K times the output
+channels (``rdpest.auditing.dpsgd._conv``); and ``nn.Tanh``
 becomes :class:`~rdpest.auditing.dpsgd.activations.StackedTanh`, the same function to float
 rounding, several times faster on the CPU.
 
@@ -58,13 +61,18 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from opacus.grad_sample.conv import compute_conv_grad_sample
 from opacus.grad_sample.grad_sample_module_fast_gradient_clipping import (
     GradSampleModuleFastGradientClipping,
 )
 from opacus.grad_sample.utils import register_norm_sampler
 from torch import nn
 
+from rdpest.auditing.dpsgd._conv import (
+    shared_clipped_sums,
+    shared_forward,
+    shared_images,
+    stacked_conv_norm_sample,
+)
 from rdpest.auditing.dpsgd._rows import _input_row_norms, _row_norms, _shared_block
 from rdpest.auditing.dpsgd.activations import StackedTanh
 
@@ -324,9 +332,13 @@ class StackedConv2d(nn.Module):
         # from it (a plain nn.Conv2d kept outside the module tree, so it is never trained).
         self._geometry = [copy.deepcopy(layer).requires_grad_(False).to("meta")]
         self.in_channels, self.out_channels = layer.in_channels, layer.out_channels
-        # As for StackedLinear: set by rdpest.auditing.dpsgd.one_pass for one step.
+        # As for StackedLinear: set by rdpest.auditing.dpsgd.one_pass for one step; and for a
+        # stack's first layer, whose input is the data repeated once per copy, see _conv.
         self.keep_rows = False
-        self.kept_rows: tuple[torch.Tensor, torch.Tensor] | None = None
+        self.kept_rows: tuple[torch.Tensor, torch.Tensor, bool] | None = None
+        self.repeated_input = False
+        self.repeat_check: tuple[torch.Tensor, int, bool] | None = None
+        self.patch_cache: tuple[torch.Tensor, int, torch.Tensor] | None = None
         _stack_parameters(self, layer)
 
     @property
@@ -343,14 +355,19 @@ class StackedConv2d(nn.Module):
         k = self.copies
         n = x.shape[0] // k
         g = self.geometry
-        out = nn.functional.conv2d(
-            self._grouped(x),
-            self.weight.reshape(k * self.out_channels, *self.weight.shape[2:]),
-            None if self.bias is None else self.bias.reshape(-1),
-            stride=g.stride,
-            padding=g.padding,
-            dilation=g.dilation,
-            groups=k * g.groups,
+        shared = shared_images(self, x)
+        out = (
+            shared_forward(self, shared)
+            if shared is not None
+            else nn.functional.conv2d(
+                self._grouped(x),
+                self.weight.reshape(k * self.out_channels, *self.weight.shape[2:]),
+                None if self.bias is None else self.bias.reshape(-1),
+                stride=g.stride,
+                padding=g.padding,
+                dilation=g.dilation,
+                groups=k * g.groups,
+            )
         )
         o = self.out_channels
         return (
@@ -371,8 +388,11 @@ class StackedConv2d(nn.Module):
         the weight gradient of the grouped convolution for the output gradients c_r·g_r (as
         the second backward pass forms it, without the pass through the other layers), and
         Σ_r c_r·Σ_positions g_r for the bias."""
-        a, g = self.kept_rows
+        a, g, shared = self.kept_rows
         self.kept_rows = None
+        if shared:
+            shared_clipped_sums(self, a, g, coeff)
+            return
         scaled = g.mul_(coeff.to(g.dtype).reshape(-1, *([1] * (g.ndim - 1))))  # as StackedLinear
         if self.weight.requires_grad:
             geometry = self.geometry
@@ -394,30 +414,9 @@ class StackedConv2d(nn.Module):
         return f"copies={self.copies}, {self.geometry.extra_repr()}"
 
 
-@register_norm_sampler(StackedConv2d)
-def _stacked_conv_norm_sample(
-    layer: StackedConv2d, activations: list[torch.Tensor], backprops: torch.Tensor
-) -> dict[nn.Parameter, torch.Tensor]:
-    """Per-row gradient norms of a :class:`StackedConv2d` for Opacus's ghost clipping.
-
-    Row r's gradient lies in its copy's slice and equals the per-example gradient of a plain
-    convolution with the same geometry at the same activations and output gradients, which
-    Opacus's own convolution per-sample-gradient function computes (from the unfolded input);
-    the norms are its sums of squares.
-    """
-    if layer.keep_rows:
-        layer.kept_rows = (activations[0].to(backprops.dtype), backprops)
-    geometry = layer.geometry
-    for plain, stacked in ((geometry.weight, layer.weight), (geometry.bias, layer.bias)):
-        if plain is not None:
-            plain.requires_grad_(stacked.requires_grad)
-    samples = compute_conv_grad_sample(geometry, activations, backprops)
-    norms = {}
-    for plain, stacked in ((geometry.weight, layer.weight), (geometry.bias, layer.bias)):
-        if plain is not None and stacked.requires_grad and plain in samples:
-            sample = samples[plain].flatten(1)
-            norms[stacked] = (sample * sample).sum(dim=1).sqrt()
-    return norms
+# Its per-row norms for Opacus's ghost clipping (row r's gradient lies in its copy's slice and is
+# the per-example gradient of a plain convolution of the same geometry):
+register_norm_sampler(StackedConv2d)(stacked_conv_norm_sample)
 
 
 class StackedGradSampleModule(GradSampleModuleFastGradientClipping):
@@ -593,10 +592,10 @@ def auto_stack_size(
     if not stackable(net, len(example_shape) + 1) or not opacus_supports_stacking():
         return 1
     if torch.device(device).type != "cuda" and any(type(m) is nn.Conv2d for m in net):
-        # On the CPU a convolution's cost is its arithmetic, which stacking does not share, and
-        # the grouped convolution and layout changes made stacked digits CNNs slower than one
-        # run at a time (benchmarks/results/auditing/throughput.md); on a GPU stacking saves
-        # kernel launches. An explicit stack_runs still stacks them on the CPU.
+        # On the CPU a convolution's cost is its arithmetic, which stacking does not share:
+        # stacks of 8 digits CNNs train only modestly faster than one run at a time, larger
+        # stacks slower than 8 (benchmarks/results/auditing/throughput.md); on a GPU stacking
+        # saves kernel launches. An explicit stack_runs stacks them on the CPU.
         return 1
     if budget is None:
         budget = stack_memory_budget(device)

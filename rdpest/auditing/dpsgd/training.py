@@ -44,6 +44,7 @@ from rdpest.auditing.dpsgd.engine import (
     quiet_opacus,
 )
 from rdpest.auditing.dpsgd.stacking import (
+    StackedConv2d,
     StackedGradSampleModule,
     StackedLinear,
     opacus_supports_stacking,
@@ -238,6 +239,7 @@ def _train_stacked_tensors(
     first = next(m for m in net.modules() if next(m.parameters(recurse=False), None) is not None)
     if isinstance(first, StackedLinear):
         first.cache_input_norms = True  # its input is the same data at every step
+    if isinstance(first, StackedLinear | StackedConv2d):
         first.repeated_input = True  # ... and the same rows for every copy (X_rows below)
     X_rows = X.repeat(copies, *([1] * (X.ndim - 1)))
     y_rows = y.repeat(copies)

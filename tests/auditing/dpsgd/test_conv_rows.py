@@ -1,0 +1,146 @@
+"""The stacked convolution's own per-example norms and shared-data products
+(rdpest.auditing.dpsgd._conv), against per-example autograd and against the general path.
+
+Tolerances: float64 throughout, where the two computations differ only by summation order
+(relative differences of a few 1e-16 per term); 1e-10 leaves room for that and fails on any
+wrong patch (a misplaced tap changes a norm by order one).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from rdpest.auditing.dpsgd import _conv
+from rdpest.auditing.dpsgd._conv import conv2d_grad_norms, stacked_conv_norm_sample
+from rdpest.auditing.dpsgd.stacking import StackedConv2d
+
+GEOMETRIES = [
+    # (in, out, kernel, stride, padding, dilation, input height x width)
+    (2, 3, 3, 1, 1, 1, (6, 6)),
+    (3, 4, (3, 2), (2, 1), (1, 0), 1, (7, 5)),
+    (1, 5, 8, 2, 3, 1, (28, 28)),  # the paper's MNIST CNN's first layer
+    (2, 2, 3, 2, 2, (2, 1), (9, 8)),
+    (4, 3, 1, 1, 0, 1, (3, 4)),
+]
+
+
+def _per_example_norms(conv: nn.Conv2d, a: torch.Tensor, g: torch.Tensor):
+    weights, biases = [], []
+    for i in range(len(a)):
+        w, b = torch.autograd.grad(conv(a[i : i + 1]), (conv.weight, conv.bias), g[i : i + 1])
+        weights.append(w.norm())
+        biases.append(b.norm())
+    return torch.stack(weights), torch.stack(biases)
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES)
+def test_norms_equal_per_example_autograd(geometry):
+    c, o, kernel, stride, padding, dilation, size = geometry
+    torch.manual_seed(0)
+    conv = nn.Conv2d(c, o, kernel, stride=stride, padding=padding, dilation=dilation).double()
+    a = torch.randn(7, c, *size, dtype=torch.float64)
+    g = torch.randn_like(conv(a))
+    weight, bias = conv2d_grad_norms(conv, a, g)
+    expected_weight, expected_bias = _per_example_norms(conv, a, g)
+    assert torch.allclose(weight, expected_weight, rtol=1e-10, atol=0)
+    assert torch.allclose(bias, expected_bias, rtol=1e-10, atol=0)
+    # The geometry alone is read: a copy on the meta device gives the same norms.
+    meta = conv2d_grad_norms(conv.to("meta"), a, g)
+    assert torch.equal(meta[0], weight) and torch.equal(meta[1], bias)
+
+
+def test_norms_are_the_same_in_chunks(monkeypatch):
+    torch.manual_seed(1)
+    conv = nn.Conv2d(3, 4, 3, padding=1).double()
+    a = torch.randn(50, 3, 5, 5, dtype=torch.float64)
+    g = torch.randn(50, 4, 5, 5, dtype=torch.float64)
+    whole = conv2d_grad_norms(conv, a, g)[0]
+    # 25 positions x 27 patch values per example: 3 examples per chunk, the last one short
+    monkeypatch.setattr(_conv, "CHUNK_FLOATS", 3 * 25 * 27 + 1)
+    chunked = conv2d_grad_norms(conv, a, g)[0]
+    assert torch.allclose(chunked, whole, rtol=1e-12, atol=0)
+    assert torch.allclose(chunked, _per_example_norms(conv, a, g)[0], rtol=1e-10, atol=0)
+
+
+def test_geometries_the_patches_do_not_take_are_left_to_opacus():
+    a, g = torch.randn(2, 4, 5, 5), torch.randn(2, 2, 5, 5)
+    assert conv2d_grad_norms(nn.Conv2d(4, 2, 3, padding=1, groups=2), a, g) is None
+    assert conv2d_grad_norms(nn.Conv2d(4, 2, 3, padding="same"), a, g) is None
+    assert conv2d_grad_norms(nn.Conv2d(4, 2, 3, padding=1, padding_mode="reflect"), a, g) is None
+
+
+def test_an_output_that_does_not_fit_the_input_is_refused():
+    # The strided gather would read past the padded input: refused, never read.
+    conv = nn.Conv2d(1, 2, 3, padding=1)
+    with pytest.raises(ValueError, match="do not fit"):
+        conv2d_grad_norms(conv, torch.randn(2, 1, 4, 4), torch.randn(2, 2, 5, 5))
+    with pytest.raises(ValueError, match="do not fit"):
+        conv2d_grad_norms(conv, torch.randn(2, 3, 4, 4), torch.randn(2, 2, 4, 4))
+
+
+def _stacked_step(layer: StackedConv2d, x: torch.Tensor, g: torch.Tensor, coeff: torch.Tensor):
+    """One step's norms and clipped sums, as the one-pass backward forms them."""
+    out = layer(x)
+    layer.keep_rows = True
+    norms = stacked_conv_norm_sample(layer, [x], g.clone())  # the rows path scales g in place
+    layer.keep_rows = False
+    layer.clipped_sums(coeff.clone())
+    return out, norms, layer.weight.grad, layer.bias.grad
+
+
+@pytest.mark.parametrize("geometry", [GEOMETRIES[0], GEOMETRIES[2]])
+def test_the_first_layers_shared_products_equal_the_rows(geometry):
+    c, o, kernel, stride, padding, dilation, size = geometry
+    torch.manual_seed(2)
+    k, n = 3, 5
+    plain = nn.Conv2d(c, o, kernel, stride=stride, padding=padding, dilation=dilation).double()
+    rows, shared = StackedConv2d(plain, k), StackedConv2d(plain, k)
+    shared.repeated_input = True
+    with torch.no_grad():
+        for layer in (rows, shared):  # the copies differ
+            layer.weight.add_(torch.arange(k, dtype=torch.float64).reshape(k, 1, 1, 1, 1))
+    data = torch.randn(n, c, *size, dtype=torch.float64)
+    x = data.repeat(k, 1, 1, 1)
+    g = torch.randn_like(rows(x))
+    coeff = torch.rand(k * n, dtype=torch.float64)
+    expected = _stacked_step(rows, x, g, coeff)
+    got = _stacked_step(shared, x, g, coeff)
+    assert shared.patch_cache is not None and rows.patch_cache is None  # the shared path ran
+    assert torch.allclose(got[0], expected[0], rtol=0, atol=1e-12)
+    for param in ("weight", "bias"):
+        assert torch.allclose(
+            got[1][getattr(shared, param)], expected[1][getattr(rows, param)], rtol=1e-10, atol=0
+        )
+    assert torch.allclose(got[2], expected[2], rtol=1e-10, atol=1e-12)
+    assert torch.allclose(got[3], expected[3], rtol=1e-10, atol=1e-12)
+    # Each copy's norms are those of its own per-example gradients.
+    for copy in range(k):
+        conv = nn.Conv2d(c, o, kernel, stride=stride, padding=padding, dilation=dilation).double()
+        with torch.no_grad():
+            conv.weight.copy_(shared.weight[copy])
+        block = slice(copy * n, copy * n + n)
+        expected_weight = _per_example_norms(conv, data, g[block])[0]
+        assert torch.allclose(got[1][shared.weight][block], expected_weight, rtol=1e-10, atol=0)
+
+    # Changed data in the same tensor: the gathered patches are not reused.
+    with torch.no_grad():
+        x.mul_(-0.5)
+    again = _stacked_step(shared, x, g, coeff)
+    fresh = _stacked_step(rows, x, g, coeff)
+    assert torch.allclose(again[1][shared.weight], fresh[1][rows.weight], rtol=1e-10, atol=0)
+    assert torch.allclose(again[2], fresh[2], rtol=1e-10, atol=1e-12)
+
+
+def test_row_blocks_that_differ_take_the_rows_path():
+    torch.manual_seed(3)
+    layer = StackedConv2d(nn.Conv2d(1, 2, 3, padding=1).double(), 2)
+    layer.repeated_input = True
+    x = torch.randn(2 * 4, 1, 5, 5, dtype=torch.float64)  # two different blocks
+    g = torch.randn(2 * 4, 2, 5, 5, dtype=torch.float64)
+    _stacked_step(layer, x, g, torch.ones(8, dtype=torch.float64))
+    assert layer.patch_cache is None
+    # ... and an input that needs a gradient is never shared (the shared products send none).
+    same = torch.randn(4, 1, 5, 5, dtype=torch.float64).repeat(2, 1, 1, 1).requires_grad_()
+    assert _conv.shared_images(layer, same) is None
