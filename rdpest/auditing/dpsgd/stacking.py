@@ -78,6 +78,7 @@ from rdpest.auditing.dpsgd.activations import StackedTanh
 
 __all__ = [
     "BYTES_PER_ACTIVATION",
+    "CPU_CONV_MAX_STACK",
     "ELEMENTWISE_ACTIVATIONS",
     "STACK_CUDA_FRACTION",
     "STACK_RAM_CAP",
@@ -131,6 +132,12 @@ STACK_RAM_FRACTION = 0.25
 STACK_RAM_CAP = 1 << 30
 # On a GPU, one process trains at a time: this fraction of the device's free memory.
 STACK_CUDA_FRACTION = 0.5
+# On the CPU a convolution's cost is its arithmetic, which stacking does not share, and its
+# per-step passes over the activations grow with the stack: digits CNNs trained fastest in
+# stacks of 2 to 4 (about 1.4 times one run at a time, CPU time on one thread), slower in stacks
+# of 8 and slower still in 32. "auto" stacks networks with convolutions at most this many on
+# the CPU (models per second: benchmarks/results/auditing/throughput.md).
+CPU_CONV_MAX_STACK = 4
 
 
 def _stack_parameters(stacked: nn.Module, layer: nn.Module) -> None:
@@ -586,17 +593,14 @@ def auto_stack_size(
     :data:`BYTES_PER_ACTIVATION` bytes within ``budget`` (default
     :func:`stack_memory_budget` of ``device``): any data size gets the largest stack that fits,
     down to one run at a time. A power of two, so that small changes of the free memory rarely
-    change the stack size.
+    change the stack size. Off a GPU, networks with convolutions stack at most
+    :data:`CPU_CONV_MAX_STACK` copies.
     """
     example_shape = tuple(int(s) for s in example_shape)
     if not stackable(net, len(example_shape) + 1) or not opacus_supports_stacking():
         return 1
     if torch.device(device).type != "cuda" and any(type(m) is nn.Conv2d for m in net):
-        # On the CPU a convolution's cost is its arithmetic, which stacking does not share:
-        # stacks of 8 digits CNNs train only modestly faster than one run at a time, larger
-        # stacks slower than 8 (benchmarks/results/auditing/throughput.md); on a GPU stacking
-        # saves kernel launches. An explicit stack_runs stacks them on the CPU.
-        return 1
+        max_stack = min(CPU_CONV_MAX_STACK, CPU_CONV_MAX_STACK if max_stack is None else max_stack)
     if budget is None:
         budget = stack_memory_budget(device)
     per_copy = max(1, int(n_rows)) * activation_floats(net, example_shape) * BYTES_PER_ACTIVATION

@@ -35,6 +35,7 @@ from rdpest.auditing.dpsgd.models import make_model
 from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
 from rdpest.auditing.dpsgd.stacking import (
     BYTES_PER_ACTIVATION,
+    CPU_CONV_MAX_STACK,
     STACK_RAM_CAP,
     TESTED_OPACUS,
     StackedConv2d,
@@ -440,7 +441,13 @@ def test_auto_stack_size_is_the_largest_power_of_two_that_fits_the_budget():
     # MNIST-sized full batch of logistic regression: one copy needs 30,000 rows x 1,578 floats x
     # 16 bytes = 0.76 GB, so at most one fits the 1 GiB cap.
     assert auto_stack_size(make_model("lr", 784, 10), 30_000, (784,)) == 1
-    assert auto_stack_size(make_model("cnn", 64, 10), 900, (64,)) == 1  # not stackable
+    # Convolutional networks: at most CPU_CONV_MAX_STACK on the CPU, the budget's on a GPU.
+    cnn = make_model("cnn", 64, 10)
+    per_cnn = 900 * activation_floats(cnn, (64,)) * BYTES_PER_ACTIVATION
+    assert auto_stack_size(cnn, 900, (64,), budget=100 * per_cnn) == CPU_CONV_MAX_STACK
+    assert auto_stack_size(cnn, 900, (64,), budget=100 * per_cnn, max_stack=2) == 2
+    assert auto_stack_size(cnn, 900, (64,), budget=2 * per_cnn) == 2
+    assert auto_stack_size(cnn, 900, (64,), "cuda", budget=100 * per_cnn) == 64
 
 
 @NEEDS_STACKING
@@ -450,7 +457,7 @@ def test_resolve_stack_runs():
     assert resolve_stack_runs("auto", lr, sample_rate=1.0, max_stack=40, **common) == 32
     assert resolve_stack_runs("auto", lr, sample_rate=0.5, **common) == 1
     assert resolve_stack_runs("auto", lr, sample_rate=1.0, grad_sample_mode="ew", **common) == 1
-    assert resolve_stack_runs("auto", cnn, sample_rate=1.0, **common) == 1
+    assert resolve_stack_runs("auto", cnn, sample_rate=1.0, **common) == CPU_CONV_MAX_STACK
     assert resolve_stack_runs(1, cnn, sample_rate=0.5, **common) == 1
     assert resolve_stack_runs(40, lr, sample_rate=1.0, **common) == 40
     for value, match in [(0, "stack_runs"), (True, "stack_runs"), ("all", "stack_runs")]:
