@@ -1,4 +1,4 @@
-"""Activations of stacked networks, computed faster on the CPU with the same values.
+"""Activations and pooling of stacked networks, computed faster on the CPU with the same values.
 
 torch 2.13's CPU ``tanh`` kernel is several times slower than its ``sigmoid``, and in a stacked
 MLP the hidden layer's ``tanh`` was a large share of a DP-SGD step. :class:`StackedTanh` computes
@@ -12,8 +12,15 @@ receives: see ``reuse_grad``). The two differ by float rounding: a few float32 u
 place of 1 (under 3e-7) in absolute terms. Unlike ``torch.tanh``, the identity does not keep
 relative accuracy for inputs of magnitude below about 1e-6, whose tanh it returns within that
 absolute error of 0. Stacking (:func:`rdpest.auditing.dpsgd.stacking.stack_model`)
-puts it in place of ``nn.Tanh``; on other devices it is ``torch.tanh``. Models per second with
-it: ``python benchmarks/bench_auditing.py --throughput``.
+puts it in place of ``nn.Tanh``; on other devices it is ``torch.tanh``.
+
+Likewise torch's CPU ``avg_pool2d`` and its backward are slow on the many small maps of a
+stacked CNN. :class:`StackedAvgPool2d` computes a 2×2 average pooling of stride 2 over even-sized
+maps as ((x[2i, 2j] + x[2i, 2j+1]) + (x[2i+1, 2j] + x[2i+1, 2j+1]))·¼, two passes over strided
+views, and its backward, ¼ of the output gradient in each of the four positions of its window,
+as four strided copies: the same values up to the order of the sum's float rounding. Stacking
+puts it in place of such an ``nn.AvgPool2d``; other sizes and devices take ``avg_pool2d``.
+Models per second with both: ``python benchmarks/bench_auditing.py --throughput``.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["StackedTanh"]
+__all__ = ["StackedAvgPool2d", "StackedTanh", "is_two_by_two_average"]
 
 
 class _SigmoidTanh(torch.autograd.Function):
@@ -85,3 +92,75 @@ class StackedTanh(nn.Module):
 
     def extra_repr(self) -> str:
         return "reuse_grad=True" if self.reuse_grad else ""
+
+
+def is_two_by_two_average(module: nn.Module) -> bool:
+    """Whether ``module`` is an ``nn.AvgPool2d`` with 2×2 windows, stride 2, no padding and no
+    divisor override: on even-sized maps, the plain mean of each window (``ceil_mode`` and
+    ``count_include_pad`` then change nothing)."""
+    if type(module) is not nn.AvgPool2d:
+        return False
+    pair = nn.modules.utils._pair
+    return (
+        pair(module.kernel_size) == (2, 2)
+        and pair(module.stride if module.stride is not None else module.kernel_size) == (2, 2)
+        and pair(module.padding) == (0, 0)
+        and module.divisor_override is None
+    )
+
+
+class _WindowMean(torch.autograd.Function):
+    """The mean of each 2×2 window of stride 2 over even-sized maps (module docstring)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        pairs = x[..., 0::2] + x[..., 1::2]  # (.., H, W/2): sums of horizontal pairs
+        ctx.input_shape = x.shape
+        return (pairs[..., 0::2, :] + pairs[..., 1::2, :]).mul_(0.25)
+
+    @staticmethod
+    def backward(ctx, grad):
+        quarter = grad * 0.25
+        out = quarter.new_empty(ctx.input_shape)
+        for row in (0, 1):
+            for column in (0, 1):
+                out[..., row::2, column::2] = quarter
+        return out
+
+
+class StackedAvgPool2d(nn.Module):
+    """An ``nn.AvgPool2d`` with 2×2 windows, stride 2 and no padding
+    (:func:`is_two_by_two_average`), computed for stacked networks on the CPU as the module
+    docstring says; maps of odd size, other devices and non-float input take the pooling itself.
+
+    Parameters
+    ----------
+    pool : nn.AvgPool2d
+        The pooling replaced (its ``ceil_mode`` matters on odd sizes).
+
+    Examples
+    --------
+    >>> x = torch.randn(3, 2, 6, 4)
+    >>> pool = nn.AvgPool2d(2)
+    >>> bool(torch.allclose(StackedAvgPool2d(pool)(x), pool(x), rtol=0, atol=1e-6))
+    True
+    """
+
+    def __init__(self, pool: nn.AvgPool2d):
+        super().__init__()
+        if not is_two_by_two_average(pool):
+            raise ValueError(f"StackedAvgPool2d replaces a 2x2 average of stride 2, got {pool!r}")
+        self.pool = pool
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if (
+            x.device.type != "cpu"
+            or not x.is_floating_point()
+            or x.ndim not in (3, 4)
+            or x.shape[-1] % 2
+            or x.shape[-2] % 2
+            or x.shape[-1] == 0
+            or x.shape[-2] == 0
+        ):
+            return self.pool(x)
+        return _WindowMean.apply(x)

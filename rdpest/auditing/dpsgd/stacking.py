@@ -67,14 +67,13 @@ from opacus.grad_sample.grad_sample_module_fast_gradient_clipping import (
 from opacus.grad_sample.utils import register_norm_sampler
 from torch import nn
 
-from rdpest.auditing.dpsgd._conv import (
-    shared_clipped_sums,
-    shared_forward,
-    shared_images,
-    stacked_conv_norm_sample,
-)
+from rdpest.auditing.dpsgd import _conv
 from rdpest.auditing.dpsgd._rows import _input_row_norms, _row_norms, _shared_block
-from rdpest.auditing.dpsgd.activations import StackedTanh
+from rdpest.auditing.dpsgd.activations import (
+    StackedAvgPool2d,
+    StackedTanh,
+    is_two_by_two_average,
+)
 
 __all__ = [
     "BYTES_PER_ACTIVATION",
@@ -362,9 +361,9 @@ class StackedConv2d(nn.Module):
         k = self.copies
         n = x.shape[0] // k
         g = self.geometry
-        shared = shared_images(self, x)
+        shared = _conv.shared_images(self, x)
         out = (
-            shared_forward(self, shared)
+            _conv.shared_forward(self, shared)
             if shared is not None
             else nn.functional.conv2d(
                 self._grouped(x),
@@ -398,7 +397,7 @@ class StackedConv2d(nn.Module):
         a, g, shared = self.kept_rows
         self.kept_rows = None
         if shared:
-            shared_clipped_sums(self, a, g, coeff)
+            _conv.shared_clipped_sums(self, a, g, coeff)
             return
         scaled = g.mul_(coeff.to(g.dtype).reshape(-1, *([1] * (g.ndim - 1))))  # as StackedLinear
         if self.weight.requires_grad:
@@ -423,7 +422,7 @@ class StackedConv2d(nn.Module):
 
 # Its per-row norms for Opacus's ghost clipping (row r's gradient lies in its copy's slice and is
 # the per-example gradient of a plain convolution of the same geometry):
-register_norm_sampler(StackedConv2d)(stacked_conv_norm_sample)
+register_norm_sampler(StackedConv2d)(_conv.stacked_conv_norm_sample)
 
 
 class StackedGradSampleModule(GradSampleModuleFastGradientClipping):
@@ -619,6 +618,8 @@ def _stacked_layer(module: nn.Module, copies: int, weights_after: bool) -> nn.Mo
         # Followed by a layer with weights, the gradient reaching the tanh is that layer's fresh
         # input-gradient product (through parameter-free layers only), which nothing else keeps.
         return StackedTanh(reuse_grad=weights_after)
+    if is_two_by_two_average(module):
+        return StackedAvgPool2d(copy.deepcopy(module))
     return copy.deepcopy(module)
 
 

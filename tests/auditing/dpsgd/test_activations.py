@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from rdpest.auditing.dpsgd import activations
-from rdpest.auditing.dpsgd.activations import StackedTanh
+from rdpest.auditing.dpsgd.activations import StackedAvgPool2d, StackedTanh, is_two_by_two_average
 from rdpest.auditing.dpsgd.models import make_model
 from rdpest.auditing.dpsgd.stacking import stack_model
 
@@ -139,3 +139,67 @@ def test_stacking_reuses_the_gradient_only_before_a_layer_with_weights():
     assert type(last[1]) is StackedTanh and not last[1].reuse_grad
     cnn = stack_model(make_model("cnn", 64, 10), 2)
     assert [m.reuse_grad for m in cnn if type(m) is StackedTanh] == [True, True]
+
+
+# StackedAvgPool2d: in float64 the window sums differ from avg_pool2d's by their order only, a
+# few units in the last place of values of order one; 1e-14 leaves room for that and fails on
+# any misplaced or missing term (of order 0.1).
+POOL_SHAPES = [(5, 3, 8, 8), (7, 4, 4), (2, 16, 6, 2), (3, 1, 2, 10)]
+
+
+@pytest.mark.parametrize("shape", POOL_SHAPES)
+def test_window_mean_is_avg_pool2d(shape):
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(shape, dtype=torch.float64, generator=gen).requires_grad_()
+    for ceil_mode in (False, True):
+        pool = nn.AvgPool2d(2, ceil_mode=ceil_mode)
+        ours = StackedAvgPool2d(pool)(x)
+        theirs = pool(x)
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-14)
+        grad_out = torch.randn(theirs.shape, dtype=torch.float64, generator=gen)
+        (ours_grad,) = torch.autograd.grad(ours, x, grad_out)
+        (theirs_grad,) = torch.autograd.grad(theirs, x, grad_out)
+        torch.testing.assert_close(ours_grad, theirs_grad, rtol=0, atol=1e-14)
+    assert torch.autograd.gradcheck(StackedAvgPool2d(nn.AvgPool2d(2)), (x[:2],))
+    # A non-contiguous input (a transposed view) gives the same.
+    t = x.detach().transpose(-1, -2).contiguous().transpose(-1, -2)
+    torch.testing.assert_close(StackedAvgPool2d(nn.AvgPool2d(2))(t), pool(t), rtol=0, atol=1e-14)
+
+
+def test_odd_maps_and_other_input_take_the_pooling_itself(monkeypatch):
+    calls = []
+    monkeypatch.setattr(activations._WindowMean, "apply", lambda x: calls.append(x) or x)
+    x = torch.randn(2, 3, 7, 7)
+    for ceil_mode in (False, True):  # odd maps: ceil_mode decides the output size
+        pool = nn.AvgPool2d(2, ceil_mode=ceil_mode)
+        torch.testing.assert_close(StackedAvgPool2d(pool)(x), pool(x), rtol=0, atol=0)
+    pool = nn.AvgPool2d(2)
+    assert StackedAvgPool2d(pool)(torch.zeros(2, 3, 4, 4, device="meta")).shape[-1] == 2
+    assert calls == []
+    StackedAvgPool2d(pool)(torch.zeros(2, 3, 4, 4))
+    assert len(calls) == 1  # the control: even float32 maps on the CPU take the window mean
+
+
+def test_which_poolings_stacking_replaces():
+    assert is_two_by_two_average(nn.AvgPool2d(2))
+    assert is_two_by_two_average(nn.AvgPool2d((2, 2), stride=2, ceil_mode=True))
+    assert is_two_by_two_average(nn.AvgPool2d(2, count_include_pad=False))
+    for other in (
+        nn.AvgPool2d(3),
+        nn.AvgPool2d(2, stride=1),
+        nn.AvgPool2d(2, padding=1),
+        nn.AvgPool2d(2, divisor_override=3),
+        nn.AvgPool2d((2, 1)),
+        nn.MaxPool2d(2),
+        type("MyPool", (nn.AvgPool2d,), {})(2),
+    ):
+        assert not is_two_by_two_average(other)
+    with pytest.raises(ValueError, match="2x2 average"):
+        StackedAvgPool2d(nn.AvgPool2d(3))
+    model = make_model("cnn", 64, 10)
+    stacked = stack_model(model, 3)
+    assert [type(m) for m in stacked].count(StackedAvgPool2d) == 2
+    assert [type(m) for m in model].count(nn.AvgPool2d) == 2  # the user's model is untouched
+    x = torch.randn(3 * 5, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(stacked(x), model(x), rtol=0, atol=1e-5)
