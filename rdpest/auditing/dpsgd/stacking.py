@@ -362,18 +362,16 @@ class StackedConv2d(nn.Module):
         n = x.shape[0] // k
         g = self.geometry
         shared = _conv.shared_images(self, x)
-        out = (
-            _conv.shared_forward(self, shared)
-            if shared is not None
-            else nn.functional.conv2d(
-                self._grouped(x),
-                self.weight.reshape(k * self.out_channels, *self.weight.shape[2:]),
-                None if self.bias is None else self.bias.reshape(-1),
-                stride=g.stride,
-                padding=g.padding,
-                dilation=g.dilation,
-                groups=k * g.groups,
-            )
+        if shared is not None:
+            return _conv.shared_forward(self, shared)
+        out = nn.functional.conv2d(
+            self._grouped(x),
+            self.weight.reshape(k * self.out_channels, *self.weight.shape[2:]),
+            None if self.bias is None else self.bias.reshape(-1),
+            stride=g.stride,
+            padding=g.padding,
+            dilation=g.dilation,
+            groups=k * g.groups,
         )
         o = self.out_channels
         return (

@@ -101,6 +101,7 @@ def test_the_first_layers_shared_products_equal_the_rows(geometry):
     with torch.no_grad():
         for layer in (rows, shared):  # the copies differ
             layer.weight.add_(torch.arange(k, dtype=torch.float64).reshape(k, 1, 1, 1, 1))
+            layer.bias.sub_(torch.arange(k, dtype=torch.float64).reshape(k, 1))
     data = torch.randn(n, c, *size, dtype=torch.float64)
     x = data.repeat(k, 1, 1, 1)
     g = torch.randn_like(rows(x))
