@@ -123,10 +123,10 @@ def shared_forward(layer, shared: torch.Tensor) -> torch.Tensor:
     """The K copies on the shared data, as rows (K·n, o, h', w').
 
     On the CPU, the data's patches (gathered once) times all copies' kernels in one matrix
-    product: torch's convolution ran a first layer of one input channel several times slower
-    than that product. Elsewhere, one convolution with K·o output channels. The bias is added
-    afterwards, so that a backward pass that needs the bias's gradient alone (the one-pass
-    norms') skips the convolution's.
+    product (with the bias: ``addmm``): torch's convolution ran a first layer of one input
+    channel several times slower than that product. Elsewhere, one convolution with K·o output
+    channels. The bias is added apart from the convolution or the kernels' product, so that a
+    backward pass that needs the bias's gradient alone (the one-pass norms') skips theirs.
     """
     g = layer.geometry
     k, o, n = layer.copies, layer.out_channels, shared.shape[0]
@@ -140,18 +140,21 @@ def shared_forward(layer, shared: torch.Tensor) -> torch.Tensor:
         )
         patches = _shared_patches(layer, shared, size, layer.weight.dtype)
         kernels = layer.weight.permute(0, 1, 3, 4, 2).reshape(k * o, -1)  # taps as (kh, kw, c)
-        flat = patches.reshape(-1, patches.shape[-1]) @ kernels.t()  # (n·P, K·o)
+        patches = patches.reshape(-1, patches.shape[-1])
+        if layer.bias is None:
+            flat = patches @ kernels.t()  # (n·P, K·o)
+        else:
+            flat = torch.addmm(layer.bias.reshape(-1), patches, kernels.t())
         out = flat.view(n, *size, k, o).permute(3, 0, 4, 1, 2)  # (K, n, o, h', w')
     else:
         weight = layer.weight.reshape(k * o, *layer.weight.shape[2:])
         grouped = nn.functional.conv2d(
             shared, weight, stride=g.stride, padding=g.padding, dilation=g.dilation
         )
+        if layer.bias is not None:
+            grouped = grouped + layer.bias.reshape(1, -1, 1, 1)
         out = grouped.view(n, k, o, *grouped.shape[2:]).transpose(0, 1)
-    rows = out.reshape(k * n, o, *out.shape[3:])  # a copy, laid out as rows
-    if layer.bias is not None:
-        rows.view(k, n, o, -1).add_(layer.bias.view(k, 1, o, 1))
-    return rows
+    return out.reshape(k * n, o, *out.shape[3:])  # a copy, laid out as rows
 
 
 def _shared_patches(layer, shared: torch.Tensor, out_size, dtype) -> torch.Tensor:
