@@ -15,11 +15,11 @@ channels-last, where each patch row is a run of kw·c contiguous floats, in the 
 batched product over the examples, and its norm is taken without another copy.
 
 Shared data. A stack's first convolution sees the data repeated once per copy (row ``k·n + i``
-is example i for copy k). Its K copies then act as one convolution of the n examples with K·o
-output channels, laid out as the grouped convolution's output (n, K·o, h', w'), and its clipped
-sums are one weight gradient of that convolution; its patches are the data's, the same at every
-full-batch step, so they are gathered once, and example i's K per-copy gradients are one product
-of its (K·o, P) output gradients with its patches.
+is example i for copy k). Its patches are then the data's, the same at every full-batch step,
+so they are gathered once; its K copies' outputs are one product of those patches with all the
+copies' kernels (on the CPU; elsewhere one convolution with K·o output channels); example i's
+K per-copy gradients are one product of its (K·o, P) output gradients with its patches; and its
+clipped sums are one weight gradient of a convolution of the data with K·o output channels.
 """
 
 from __future__ import annotations
