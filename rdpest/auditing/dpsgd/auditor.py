@@ -116,7 +116,8 @@ class DPSGDAuditor:
         Runs trained together as one stacked network (see
         :class:`~rdpest.auditing.dpsgd.run.DPSGDRun`): ``"auto"`` stacks full-batch runs of
         stackable models, the largest power of two of runs that fits the memory budget
-        (:func:`rdpest.auditing.dpsgd.stacking.auto_stack_size`) and at most ``n_runs / 4``, so
+        (:func:`rdpest.auditing.dpsgd.stacking.auto_stack_size`; at most 4 for convolutional
+        models on the CPU, where larger stacks train slower) and at most ``n_runs / 4``, so
         the first round of each arm splits into at least four groups (parallel work, visible
         progress, little lost to an interruption); 1 never stacks. A stack draws its runs' noise
         together, so the stack size is part of the store's configuration: resuming a store

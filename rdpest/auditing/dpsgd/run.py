@@ -126,8 +126,9 @@ class DPSGDRun:
         How many runs :meth:`score_many` trains together as one stacked network
         (:func:`train_dp_sgd_many`: each run is still one DP-SGD run, but the stack shares one
         noise generator, so a score depends on the stack its run trained in). ``"auto"``: the
-        largest power of two of runs whose training fits the memory budget
-        (:func:`rdpest.auditing.dpsgd.stacking.auto_stack_size`) for full-batch training of a
+        largest power of two of runs whose training fits the memory budget, at most 4 for
+        convolutional models on the CPU (:func:`rdpest.auditing.dpsgd.stacking.auto_stack_size`)
+        for full-batch training of a
         :func:`~rdpest.auditing.dpsgd.stacking.stackable` model with ``grad_sample_mode``
         ``"auto"`` or ``"ghost"``, else 1. A number above 1 for a model or setting that cannot be
         stacked is an error. The resolved number is
