@@ -505,11 +505,11 @@ def test_train_dp_sgd_many_rejects_bad_input(data):
 
 # ------------------------------------------------------------------------------------------------
 # the score function and the auditor
-def _run(data, stack_runs="auto", **settings):
+def _run(data, stack_runs="auto", model="lr", **settings):
     X, y = data
     canary = make_canary("blank", X, y, label=3)
     config = DPSGDConfig(**{"noise_multiplier": 1.0, "steps": 5, **settings})
-    return DPSGDRun("lr", X, y, canary, config=config, stack_runs=stack_runs)
+    return DPSGDRun(model, X, y, canary, config=config, stack_runs=stack_runs)
 
 
 @NEEDS_STACKING
@@ -536,21 +536,24 @@ def test_score_many_trains_fixed_chunks_of_seeds(data):
 
 @NEEDS_STACKING
 @pytest.mark.slow
-def test_stacked_scores_have_the_distribution_of_unstacked_opacus_runs(data):
-    # The audit's own scores: 300 canary losses per arm from stacks of 16 and from one plain
-    # Opacus run per seed (other seeds, so the samples are independent). Two two-sample tests per
-    # arm at the suite's level: Kolmogorov-Smirnov (any difference of location or shape) and
-    # Brown-Forsythe (the spread, which the noise scale sets and KS sees poorly). Their power is
-    # shown on the same samples: stacked scores from half the noise (half the spread) are
-    # rejected.
+@pytest.mark.parametrize("model, stack", [("lr", 16), ("cnn", CPU_CONV_MAX_STACK)])
+def test_stacked_scores_have_the_distribution_of_unstacked_opacus_runs(data, model, stack):
+    # The audit's own scores: 300 canary losses per arm from stacks (the CNN's: the size "auto"
+    # gives it on the CPU, trained through its own norms, shared first layer and pooling) and
+    # from one plain Opacus run per seed (other seeds, so the samples are independent). Two
+    # two-sample tests per arm at the suite's level: Kolmogorov-Smirnov (any difference of
+    # location or shape) and Brown-Forsythe (the spread, which the noise scale sets and KS sees
+    # poorly). Their power is shown on the same samples: stacked scores from half the noise
+    # (half the spread) are rejected.
     n = 300
     for include in (False, True):
-        stacked = _run(data, 16, steps=20).score_many(include, list(range(n)))
-        plain = _run(data, 1, steps=20).score_many(include, list(range(10_000, 10_000 + n)))
-        what = f"stacked against unstacked scores (canary included: {include})"
+        stacked = _run(data, stack, model, steps=20).score_many(include, list(range(n)))
+        plain = _run(data, 1, model, steps=20).score_many(include, list(range(10_000, 10_000 + n)))
+        what = f"{model}: stacked against unstacked scores (canary included: {include})"
         assert_pvalue_above(stats.ks_2samp(stacked, plain).pvalue, f"{what}, KS")
         assert_pvalue_above(stats.levene(stacked, plain).pvalue, f"{what}, spread")
-        weaker = _run(data, 16, steps=20, noise_multiplier=0.5).score_many(include, list(range(n)))
+        weaker = _run(data, stack, model, steps=20, noise_multiplier=0.5)
+        weaker = weaker.score_many(include, list(range(n)))
         assert stats.levene(weaker, plain).pvalue < COVERAGE_PVALUE
 
 
