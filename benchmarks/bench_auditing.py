@@ -7,7 +7,9 @@
    and the largest data set (rows, full batch) that fits the memory budget of one stack for
    every built-in model. Each row is the median of three timings, and reports the rate of the
    models' forward and backward arithmetic (GFLOP/s), so rows can be compared with what this
-   machine's batched products reach (the vectorised yardstick's rows). ``--throughput-render``
+   machine's batched products reach (the vectorised yardstick's rows); beside every stacked
+   row at n_jobs = 1, the same model trained without privacy (plain autograd SGD, one at a time
+   and stacked): what ordinary torch training of the model reaches here. ``--throughput-render``
    rewrites the table from the stored JSON. ``--throughput-cuda``: the same on a CUDA GPU, with
    stacks of 16 to 256.
 2. Protocol (``--protocol``, the default): the set-up of Kim, Varshney & Alabi (2026), Tables 1/2,
@@ -175,6 +177,45 @@ def _yardstick_row(audit, model: str) -> dict:
     return row
 
 
+def _sgd_rows(audit, model: str) -> list[dict]:
+    """The same model on the same data trained without privacy (benchmarks/vectorised_dpsgd.py's
+    plain autograd SGD), one model at a time and as the audit's stacked network, one thread, in
+    this run: what ordinary torch training reaches with no per-example work at all."""
+    import torch
+    from vectorised_dpsgd import sgd_models_per_second
+
+    from rdpest.auditing.dpsgd.models import make_model
+
+    run = audit.score_fn
+    with torch.random.fork_rng(devices=[]):
+        net = make_model(model, int(run.X[0].size), run.n_classes)
+    rows = []
+    for copies, label in (
+        (1, "plain torch SGD, no privacy"),
+        (run.runs_per_call, "stacked, no privacy"),
+    ):
+        rates = [
+            sgd_models_per_second(net, run.X, run.y, copies, steps=STEPS, repeats=1)
+            for _ in range(REPEATS)
+        ]
+        rate = statistics.median(rates)
+        row = {
+            "model": model,
+            "stack_runs": label,
+            "runs_per_call": copies,
+            "n_jobs": 1,
+            "steps": STEPS,
+            "models": copies,
+            "seconds": copies / rate,
+            "timings": [copies / r for r in rates],
+            "models_per_second": rate,
+            "models_per_second_range": [min(rates), max(rates)],
+        }
+        print(row, flush=True)
+        rows.append(row)
+    return rows
+
+
 def throughput() -> list[dict]:
     """Models per second of the audit's training, stacked and one model at a time (plain Opacus),
     in one process; and the largest data size per stack."""
@@ -192,8 +233,10 @@ def throughput() -> list[dict]:
                 audit.collect()
                 timings.append(time.perf_counter() - start)
             rows.append(_throughput_row(audit, model, stack_runs, n_jobs, timings))
-            if n_jobs == 1 and stack_runs == "auto" and model in ("lr", "mlp"):
-                rows.append(_yardstick_row(audit, model))
+            if n_jobs == 1 and stack_runs == "auto":
+                if model in ("lr", "mlp"):
+                    rows.append(_yardstick_row(audit, model))
+                rows += _sgd_rows(audit, model)
     write_throughput_tables(rows)
     return rows
 
@@ -232,7 +275,12 @@ def write_throughput_tables(rows: list[dict]) -> None:
         "are a yardstick, not a trainer: the same DP-SGD on the same data and stack written "
         "directly in torch without Opacus (benchmarks/vectorised_dpsgd.py; one "
         "thread; its tanh is the same 2·sigmoid(2x) − 1 as the stacked training's), a reference "
-        "for what plain batched torch code reaches here. Every row is the median of "
+        'for what plain batched torch code reaches here. The "no privacy" rows train the same '
+        "model on the same data without privacy (plain autograd SGD: no per-example gradients, "
+        "clipping or noise), one model at a time and as the audit's stacked network, on one "
+        "thread: what ordinary torch training of the model reaches here. They are a reference, "
+        "not a bound: the stacked DP-SGD's own backward pass and loss beat autograd's on linear "
+        "layers. Every row is the median of "
         f"{REPEATS} timings of the same training (seconds: the median timing; models/s: at the "
         "median, with the range over the timings). GFLOP/s: the rate of the models' forward and "
         "backward arithmetic (torch's FlopCounterMode count of one model's full-batch pass on the "

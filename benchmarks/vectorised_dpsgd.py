@@ -7,6 +7,12 @@ matrix products, one noise draw per stack and parameter. It is never used to aud
 times the same arithmetic as an audit's training (Abadi et al. 2016's DP-SGD: clip at C, add
 N(0, σ²C²), step lr / n on the sum), so the benchmark can say how close the Opacus-based training
 comes to it on the same machine in the same run.
+
+:func:`sgd_models_per_second` times a second reference: the same model trained without privacy
+(plain full-batch SGD through autograd: no per-example gradients, clipping or noise), one model
+at a time or as rdpest's stacked network: what ordinary torch training of the model reaches on
+this machine. It is a reference, not a bound on DP-SGD: autograd's generic backward pass can be
+slower than a DP-SGD trainer's specialised one.
 """
 
 from __future__ import annotations
@@ -102,6 +108,55 @@ def models_per_second(
         for _ in range(repeats):
             start = time.perf_counter()
             train_vectorised(net, X, y, copies, steps=steps, noise_multiplier=noise_multiplier)
+            times.append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
+    return copies / statistics.median(times)
+
+
+def train_sgd(
+    net: nn.Module,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    copies: int,
+    *,
+    steps: int,
+    learning_rate: float = 1.0,
+) -> nn.Module:
+    """Full-batch SGD without privacy: ``copies`` 1 trains ``net`` itself; above 1, rdpest's
+    stacked network of ``copies`` copies of ``net`` (the network the audit trains) on the data
+    repeated once per copy. Each copy's step is lr times its mean cross-entropy gradient, the
+    step DP-SGD takes before clipping and noise."""
+    from rdpest.auditing.dpsgd.stacking import stack_model
+
+    model = net if copies == 1 else stack_model(net, copies)
+    rows = X if copies == 1 else X.repeat(copies, *([1] * (X.ndim - 1)))
+    targets = y if copies == 1 else y.repeat(copies)
+    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate / X.shape[0])
+    for _ in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(model(rows), targets, reduction="sum").backward()
+        optimizer.step()
+    return model
+
+
+def sgd_models_per_second(
+    net: nn.Module, X, y, copies: int, *, steps: int, repeats: int = 3
+) -> float:
+    """Models per second of :func:`train_sgd` (non-private) on one thread of this machine
+    (median of ``repeats`` timings, each from a fresh copy of ``net``)."""
+    import copy
+
+    X = torch.as_tensor(X, dtype=torch.float32)
+    y = torch.as_tensor(y, dtype=torch.long)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        times = []
+        for _ in range(repeats):
+            fresh = copy.deepcopy(net)
+            start = time.perf_counter()
+            train_sgd(fresh, X, y, copies, steps=steps)
             times.append(time.perf_counter() - start)
     finally:
         torch.set_num_threads(threads)
