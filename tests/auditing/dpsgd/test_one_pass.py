@@ -9,6 +9,8 @@ a different order; gradients here are O(1), so 1e-5 absolute is rounding, and an
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -259,20 +261,58 @@ def test_row_cross_entropy_gradcheck():
     assert torch.autograd.gradcheck(lambda x: row_cross_entropy(x, t), (z,))
 
 
+def _benchmark_module(name: str):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("kind", ["lr", "mlp", "cnn"])
+def test_the_benchmarks_no_privacy_reference_is_the_audits_training_without_privacy(
+    digits_slice, kind
+):
+    """The throughput benchmark's "no privacy" rows (benchmarks/vectorised_dpsgd.train_sgd) must
+    train the audit's model as DP-SGD would with clipping that never binds and no noise: plain
+    SGD at lr on the mean gradient. One model and each copy of the stacked network both follow
+    train_dp_sgd at σ = 0, C = 1e6 (float32 rounding over 10 steps: 1e-5, as above), and the
+    training moves the weights by far more than that tolerance."""
+    from rdpest.auditing.dpsgd.models import make_model
+    from rdpest.auditing.dpsgd.stacking import unstack_model
+    from rdpest.auditing.dpsgd.training import train_dp_sgd
+
+    reference = _benchmark_module("vectorised_dpsgd")
+    X, y = (torch.as_tensor(v) for v in digits_slice)
+    X, y = X.float(), y.long()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        net = make_model(kind, X.shape[1], 10)
+    settings = {"noise_multiplier": 0.0, "steps": 10, "max_grad_norm": 1e6}
+    private = train_dp_sgd(copy.deepcopy(net), X, y, seed=0, **settings)
+    plain = reference.train_sgd(copy.deepcopy(net), X, y, 1, steps=10)
+    stacked = unstack_model(reference.train_sgd(copy.deepcopy(net), X, y, 3, steps=10), net)
+    for model in [plain, *stacked]:
+        for ours, theirs in zip(model.parameters(), private.parameters(), strict=True):
+            torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-5)
+    moved = max(
+        (a - b).abs().max().item()
+        for a, b in zip(private.parameters(), net.parameters(), strict=True)
+    )
+    assert moved > 1e-3  # the training moved the weights far beyond the tolerance
+
+
 def test_the_benchmarks_vectorised_yardstick_trains_what_the_audit_trains(digits_slice):
     """The throughput benchmark compares the training with a vectorised torch yardstick
     (benchmarks/vectorised_dpsgd.py); at σ = 0 with binding clipping it must follow the stacked
     Opacus training (same tolerance as above: float32 rounding over tens of steps)."""
-    import importlib.util
-    from pathlib import Path
-
     from rdpest.auditing.dpsgd.models import make_model
     from rdpest.auditing.dpsgd.training import train_dp_sgd_many
 
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "vectorised_dpsgd.py"
-    spec = importlib.util.spec_from_file_location("vectorised_dpsgd", path)
-    yardstick = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(yardstick)
+    yardstick = _benchmark_module("vectorised_dpsgd")
     X, y = (torch.as_tensor(v) for v in digits_slice)
     X, y = X.float(), y.long()
     for kind in ("lr", "mlp"):
