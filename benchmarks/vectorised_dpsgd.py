@@ -94,6 +94,22 @@ def train_vectorised(
     return params
 
 
+def _one_thread_rate(copies: int, repeats: int, train) -> float:
+    """Models per second of ``train()`` (one training of ``copies`` models) on one thread of this
+    machine: the median of ``repeats`` timings."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            train()
+            times.append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
+    return copies / statistics.median(times)
+
+
 def models_per_second(
     net: nn.Sequential, X, y, copies: int, *, steps: int, noise_multiplier: float, repeats: int = 3
 ) -> float:
@@ -101,17 +117,11 @@ def models_per_second(
     ``repeats`` timings of one stack)."""
     X = torch.as_tensor(X, dtype=torch.float32)
     y = torch.as_tensor(y, dtype=torch.long)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            train_vectorised(net, X, y, copies, steps=steps, noise_multiplier=noise_multiplier)
-            times.append(time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(threads)
-    return copies / statistics.median(times)
+    return _one_thread_rate(
+        copies,
+        repeats,
+        lambda: train_vectorised(net, X, y, copies, steps=steps, noise_multiplier=noise_multiplier),
+    )
 
 
 def train_sgd(
@@ -149,15 +159,7 @@ def sgd_models_per_second(
 
     X = torch.as_tensor(X, dtype=torch.float32)
     y = torch.as_tensor(y, dtype=torch.long)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        times = []
-        for _ in range(repeats):
-            fresh = copy.deepcopy(net)
-            start = time.perf_counter()
-            train_sgd(fresh, X, y, copies, steps=steps)
-            times.append(time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(threads)
-    return copies / statistics.median(times)
+    fresh = iter([copy.deepcopy(net) for _ in range(repeats)])
+    return _one_thread_rate(
+        copies, repeats, lambda: train_sgd(next(fresh), X, y, copies, steps=steps)
+    )
