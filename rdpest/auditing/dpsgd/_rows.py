@@ -11,7 +11,9 @@ def _same_data(earlier: torch.Tensor, a: torch.Tensor, version: int) -> bool:
     """Whether ``a`` is the very same unchanged data as ``earlier`` was at ``version``: the same
     memory (a cache holding ``earlier`` keeps that memory from being handed to another tensor),
     shape, strides, type and device, and the same version counter, which every in-place change
-    to that memory (through any view) increments."""
+    to that memory (through any view) increments. Writes that bypass the counter (through
+    ``.data``, or a numpy array sharing the memory) go unseen: the training that sets these
+    caches builds the repeated data itself and hands it to no one else."""
     return (
         earlier.data_ptr() == a.data_ptr()
         and earlier.shape == a.shape
