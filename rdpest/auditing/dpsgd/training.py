@@ -54,6 +54,7 @@ from rdpest.auditing.dpsgd.stacking import (
     stackable,
     unstack_model,
 )
+from rdpest.utils.processes import keep_freed_heap
 from rdpest.utils.torch_helpers import (
     check_module,
     forked_rng,
@@ -179,6 +180,8 @@ def _train_dp_sgd_tensors(
     """
     from opacus.data_loader import DPDataLoader
 
+    if device.type == "cpu":
+        keep_freed_heap()  # a step's freed tensors are reused, not mapped again (utils.processes)
     noise_seed, sampling_seed = stream_seeds(seed, 2)
     noise_generator = torch.Generator(device=device)
     noise_generator.manual_seed(noise_seed)
@@ -234,6 +237,8 @@ def _train_stacked_tensors(
 
     from rdpest.auditing.dpsgd.one_pass import OnePassLoss
 
+    if device.type == "cpu":
+        keep_freed_heap()  # as in _train_dp_sgd_tensors
     copies = len(seeds)
     net = stack_model(template, copies)
     first = next(m for m in net.modules() if next(m.parameters(recurse=False), None) is not None)
