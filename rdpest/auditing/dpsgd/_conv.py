@@ -16,10 +16,11 @@ batched product over the examples, and its norm is taken without another copy.
 
 Shared data. A stack's first convolution sees the data repeated once per copy (row ``k·n + i``
 is example i for copy k). Its patches are then the data's, the same at every full-batch step,
-so they are gathered once; its K copies' outputs are one product of those patches with all the
-copies' kernels (on the CPU; elsewhere one convolution with K·o output channels); example i's
-K per-copy gradients are one product of its (K·o, P) output gradients with its patches; and its
-clipped sums are one weight gradient of a convolution of the data with K·o output channels.
+so they are gathered once; its K copies' outputs are one product of all the copies' kernels
+with those patches (on the CPU; elsewhere one convolution with K·o output channels); row
+k·n + i's gradient is the product of its (o, P) output gradients with example i's patches, one
+batched product per copy on the rows as they are laid out; and, since a first layer has few input
+channels, these per-row gradients are small and kept, and the clipped sums are their weighted sums.
 """
 
 from __future__ import annotations
@@ -138,14 +139,16 @@ def shared_forward(layer, shared: torch.Tensor) -> torch.Tensor:
             (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1,
             (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1,
         )
-        patches = _shared_patches(layer, shared, size, layer.weight.dtype)
+        # (kh·kw·c, n·P): laid out so that the product below is (K·o, n·P), whose layout change
+        # to rows moves runs of P contiguous floats; the (n·P, K·o) product's moved single
+        # floats and took several times longer on the CPU.
+        patches = _shared_patches(layer, shared, size, layer.weight.dtype, transposed=True)
         kernels = layer.weight.permute(0, 1, 3, 4, 2).reshape(k * o, -1)  # taps as (kh, kw, c)
-        patches = patches.reshape(-1, patches.shape[-1])
         if layer.bias is None:
-            flat = patches @ kernels.t()  # (n·P, K·o)
+            flat = kernels @ patches  # (K·o, n·P)
         else:
-            flat = torch.addmm(layer.bias.reshape(-1), patches, kernels.t())
-        out = flat.view(n, *size, k, o).permute(3, 0, 4, 1, 2)  # (K, n, o, h', w')
+            flat = torch.addmm(layer.bias.reshape(-1, 1), kernels, patches)
+        out = flat.view(k, o, n, *size).transpose(1, 2)  # (K, n, o, h', w')
     else:
         weight = layer.weight.reshape(k * o, *layer.weight.shape[2:])
         grouped = nn.functional.conv2d(
@@ -157,49 +160,55 @@ def shared_forward(layer, shared: torch.Tensor) -> torch.Tensor:
     return out.reshape(k * n, o, *out.shape[3:])  # a copy, laid out as rows
 
 
-def _shared_patches(layer, shared: torch.Tensor, out_size, dtype) -> torch.Tensor:
-    """The shared data's patches, gathered once per unchanged data tensor (as _rows caches)."""
+def _shared_patches(
+    layer, shared: torch.Tensor, out_size, dtype, transposed: bool = False
+) -> torch.Tensor:
+    """The shared data's patches, (n, P, kh·kw·c), gathered once per unchanged data tensor (as
+    _rows caches); ``transposed``: the same as one contiguous (kh·kw·c, n·P) matrix, also kept."""
     cached = layer.patch_cache
-    if cached is not None and _same_data(cached[0], shared, cached[1]) and cached[2].dtype == dtype:
+    if not (
+        cached is not None and _same_data(cached[0], shared, cached[1]) and cached[2].dtype == dtype
+    ):
+        patches = conv2d_patches(layer.geometry, shared, out_size, dtype)
+        cached = layer.patch_cache = (shared, shared._version, patches, None)
+    if not transposed:
         return cached[2]
-    patches = conv2d_patches(layer.geometry, shared, out_size, dtype)
-    layer.patch_cache = (shared, shared._version, patches)
-    return patches
+    if cached[3] is None:
+        flat = cached[2].reshape(-1, cached[2].shape[-1])
+        cached = layer.patch_cache = (*cached[:3], flat.t().contiguous())
+    return cached[3]
 
 
-def shared_norms(layer, shared: torch.Tensor, grouped: torch.Tensor) -> list[torch.Tensor]:
-    """Per-row weight and bias gradient norms, (K·n,) each, of the first convolution from its
-    output gradients laid out as its shared forward's output, (n, K·o, h', w')."""
-    n, k = grouped.shape[0], layer.copies
-    patches = _shared_patches(layer, shared, grouped.shape[2:], grouped.dtype)
-    g = grouped.reshape(n, k * layer.out_channels, -1)
-    # (n, K·o, kh·kw·c): example i's gradient in each copy, the copies' blocks one after another.
-    weight = torch.bmm(g, patches).reshape(n, k, -1)
-    bias = g.reshape(n, k, layer.out_channels, -1).sum(dim=3)
-    # (n, K) norms, as rows k·n + i
-    return [torch.linalg.vector_norm(t, dim=2).t().reshape(-1) for t in (weight, bias)]
+def shared_gradients(
+    layer, shared: torch.Tensor, backprops: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every row's gradients of the first convolution, from its output gradients as rows
+    (K·n, o, h', w'): the weight's (K, n, o, kh·kw·c), kernel axes in the order (kh, kw, c), and
+    the bias's (K, n, o), whether or not the layer has a bias.
+
+    A first layer sees few input channels, so these are small (o·kh·kw·c floats per row) and
+    are kept for the clipped sums instead of another pass over the output gradients.
+    """
+    k, o, n = layer.copies, layer.out_channels, shared.shape[0]
+    patches = _shared_patches(layer, shared, backprops.shape[2:], backprops.dtype)
+    g = backprops.reshape(k, n, o, -1)  # copy k's block of rows, as laid out
+    weight = g.new_empty(k, n, o, patches.shape[2])
+    for block in range(k):  # row k·n + i: its output gradients (o, P) times example i's patches
+        torch.bmm(g[block], patches, out=weight[block])
+    return weight, g.sum(dim=3)
 
 
-def shared_clipped_sums(layer, shared: torch.Tensor, grouped: torch.Tensor, coeff) -> None:
-    """Each copy's sum of clipped per-row gradients of the first convolution, from its output
-    gradients in the shared forward's layout (n, K·o, h', w') and the clipping factors (K·n,)."""
-    n, k, o = grouped.shape[0], layer.copies, layer.out_channels
-    # In place, as StackedConv2d.clipped_sums: nothing else reads these gradients now.
-    by_copy = grouped.view(n, k, o, *grouped.shape[2:])
-    by_copy.mul_(coeff.to(grouped.dtype).reshape(k, n).t().reshape(n, k, 1, 1, 1))
+def shared_clipped_sums(layer, weight: torch.Tensor, bias: torch.Tensor, coeff) -> None:
+    """Each copy's sum of clipped per-row gradients of the first convolution: Σ_i c_{k·n+i}
+    times row k·n + i's gradients (from :func:`shared_gradients`), for clipping factors c (K·n,)."""
+    k, n, o = weight.shape[:3]
+    factors = coeff.to(weight.dtype).reshape(k, 1, n)
     if layer.weight.requires_grad:
-        g = layer.geometry
-        grad = nn.grad.conv2d_weight(
-            shared.to(grouped.dtype),
-            (k * o, *layer.weight.shape[2:]),
-            grouped,
-            stride=g.stride,
-            padding=g.padding,
-            dilation=g.dilation,
-        )
-        layer.weight.grad = grad.reshape(layer.weight.shape).to(layer.weight.dtype)
+        kh, kw = layer.geometry.kernel_size
+        summed = torch.bmm(factors, weight.reshape(k, n, -1)).reshape(k, o, kh, kw, -1)
+        layer.weight.grad = summed.permute(0, 1, 4, 2, 3).contiguous().to(layer.weight.dtype)
     if layer.bias is not None and layer.bias.requires_grad:
-        layer.bias.grad = by_copy.sum(dim=(0, 3, 4)).to(layer.bias.dtype)
+        layer.bias.grad = torch.bmm(factors, bias).reshape(k, o).to(layer.bias.dtype)
 
 
 def stacked_conv_norm_sample(layer, activations: list[torch.Tensor], backprops: torch.Tensor):
@@ -218,11 +227,12 @@ def stacked_conv_norm_sample(layer, activations: list[torch.Tensor], backprops: 
     pairs = [(geometry.weight, layer.weight), (geometry.bias, layer.bias)]
     shared = shared_images(layer, a)
     if shared is not None:
-        # The output gradients in the shared forward's layout: one copy, used twice.
-        grouped = layer._grouped(backprops)
+        weight, bias = shared_gradients(layer, shared, backprops)
         if layer.keep_rows:
-            layer.kept_rows = (shared, grouped, True)
-        fast = shared_norms(layer, shared, grouped)
+            layer.kept_rows = (weight, bias, True)
+        fast = [
+            torch.linalg.vector_norm(t.reshape(-1, t[0, 0].numel()), dim=1) for t in (weight, bias)
+        ]
     else:
         if layer.keep_rows:
             layer.kept_rows = (a.to(backprops.dtype), backprops, False)

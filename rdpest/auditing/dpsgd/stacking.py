@@ -344,7 +344,7 @@ class StackedConv2d(nn.Module):
         self.kept_rows: tuple[torch.Tensor, torch.Tensor, bool] | None = None
         self.repeated_input = False
         self.repeat_check: tuple[torch.Tensor, int, bool] | None = None
-        self.patch_cache: tuple[torch.Tensor, int, torch.Tensor] | None = None
+        self.patch_cache: tuple | None = None  # see _conv._shared_patches
         _stack_parameters(self, layer)
 
     @property
@@ -394,7 +394,7 @@ class StackedConv2d(nn.Module):
         Σ_r c_r·Σ_positions g_r for the bias."""
         a, g, shared = self.kept_rows
         self.kept_rows = None
-        if shared:
+        if shared:  # a, g: every row's weight and bias gradients (_conv.shared_gradients)
             _conv.shared_clipped_sums(self, a, g, coeff)
             return
         scaled = g.mul_(coeff.to(g.dtype).reshape(-1, *([1] * (g.ndim - 1))))  # as StackedLinear
