@@ -140,8 +140,8 @@ def shared_forward(layer, shared: torch.Tensor) -> torch.Tensor:
             (w + 2 * pw - dw * (kw - 1) - 1) // sw + 1,
         )
         # (kh·kw·c, n·P): laid out so that the product below is (K·o, n·P), whose layout change
-        # to rows moves runs of P contiguous floats; the (n·P, K·o) product's moved single
-        # floats and took several times longer on the CPU.
+        # to rows moves runs of P contiguous floats (an (n·P, K·o) product's would move single
+        # floats, several times slower on the CPU).
         patches = _shared_patches(layer, shared, size, layer.weight.dtype, transposed=True)
         kernels = layer.weight.permute(0, 1, 3, 4, 2).reshape(k * o, -1)  # taps as (kh, kw, c)
         if layer.bias is None:
