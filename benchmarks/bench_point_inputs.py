@@ -2,7 +2,7 @@
 samples and seeds.
 
 For every cell (family, α, D, n per side) and seed it fits the estimator once per transform of
-``rdpest.estimators.critics.INPUT_TRANSFORMS`` (its defaults otherwise) and records the point
+``COMPARED`` ("standard" and "asinh"; its defaults otherwise) and records the point
 estimate, the certified bound and the fit time, beside the exact log ratio's columns of
 bench_point_estimates.py (``oracle_all``: the bracket with the exact log ratio on all rows;
 ``floor`` / ``floor_q``: the P- and Q-form plug-ins with it). The table gives per cell and
@@ -20,7 +20,8 @@ Results: one JSON file per seed under benchmarks/results/point_estimates/inputs/
 writes: an interrupted run resumes); results.json and results.md summarise every cell written so
 far, so the table grows with runs of other grids. ``--point-window balanced`` fits both
 transforms with that point window instead of the default; its cells and tables go to a folder of
-their own (``inputs/balanced/``).
+their own (``inputs/balanced/``). The third transform, "quadratic", has its own comparison
+(bench_critic_inputs.py): it is for the opposite kind of pair.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
 from rdpest.datasets import FAMILIES
-from rdpest.estimators.critics import INPUT_TRANSFORMS
 from rdpest.estimators.windows import WINDOW_RULES
 from rdpest.stats.certificates import _dv_bracket
 from rdpest.stats.regions import log_mean_exp
@@ -55,13 +55,15 @@ from rdpest.utils.io import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results" / "point_estimates" / "inputs"
 EXACT = ("oracle_all", "floor", "floor_q")
+# The transforms this table compares (the stored cells hold these two).
+COMPARED = ("standard", "asinh")
 
 
 def one_seed(
     family: str, alpha: float, divergence: float, n: int, seed: int, out: Path, window: str
 ) -> dict:
-    """Both transforms' fits of one seed with ``point_window=window``, and the exact-L columns
-    (read back if written)."""
+    """The compared transforms' fits of one seed with ``point_window=window``, and the exact-L
+    columns (read back if written)."""
     path = _cell_path(out, family, alpha, divergence, n, seed)
     if path.exists():
         return json.loads(path.read_text())
@@ -75,7 +77,7 @@ def one_seed(
         "floor_q": log_mean_exp(a * lq) / (a - 1),
         "point_window": window,
     }
-    for inputs in INPUT_TRANSFORMS:
+    for inputs in COMPARED:
         start = time.perf_counter()
         est = DVRenyiEstimator(
             alpha=a, random_state=seed, critic_inputs=inputs, point_window=window
@@ -90,7 +92,7 @@ def one_seed(
 def summary_of(rows: list[dict]) -> list[dict]:
     """Per cell: summarise()'s error columns, plus each transform's sd, mean bound, fit time and
     target."""
-    summary = summarise(rows, (*INPUT_TRANSFORMS, *EXACT))
+    summary = summarise(rows, (*COMPARED, *EXACT))
     for entry in summary:
         cell = [
             r
@@ -99,7 +101,7 @@ def summary_of(rows: list[dict]) -> list[dict]:
             == (entry["family"], entry["alpha"], entry["divergence"], entry["n"])
         ]
         entry["point_window"] = cell[0].get("point_window", "range")  # older cells: the default
-        for inputs in INPUT_TRANSFORMS:
+        for inputs in COMPARED:
             entry[f"sd_{inputs}"] = float(np.std([r[inputs] for r in cell]))
             entry[f"bound_{inputs}"] = float(np.mean([r[f"lower_bound_{inputs}"] for r in cell]))
             entry[f"seconds_{inputs}"] = float(np.median([r[f"seconds_{inputs}"] for r in cell]))
@@ -108,7 +110,7 @@ def summary_of(rows: list[dict]) -> list[dict]:
 
 
 def table(summary: list[dict], command: str) -> str:
-    names = " / ".join(INPUT_TRANSFORMS)
+    names = " / ".join(COMPARED)
     lines = [
         "# Point estimates: the critic's input transform (DVRenyiEstimator critic_inputs)",
         "",
@@ -126,19 +128,19 @@ def table(summary: list[dict], command: str) -> str:
     for e in summary:
 
         def pair(key: str, spec: str, e=e) -> str:
-            return " / ".join(format(e[f"{key}_{t}"], spec) for t in INPUT_TRANSFORMS)
+            return " / ".join(format(e[f"{key}_{t}"], spec) for t in COMPARED)
 
-        errors = " / ".join(f"{e[t]:.3f} ({e[t + '_bias']:+.2f})" for t in INPUT_TRANSFORMS)
-        targets = " / ".join("met" if e[f"target_{t}"] else "no" for t in INPUT_TRANSFORMS)
+        errors = " / ".join(f"{e[t]:.3f} ({e[t + '_bias']:+.2f})" for t in COMPARED)
+        targets = " / ".join("met" if e[f"target_{t}"] else "no" for t in COMPARED)
         lines.append(
             f"| {e['family']} | {e['alpha']:g} | {e['divergence']:g} | {e['n']} | {e['seeds']} "
             f"| {errors} | {min(e['floor'], e['floor_q']):.3f} | {pair('sd', '.3g')} "
             f"| {pair('bound', '.3f')} | {pair('seconds', '.2f')} | {targets} |"
         )
-    first, second = INPUT_TRANSFORMS
+    first, second = COMPARED
     better = sum(e[second] < e[first] for e in summary)
     steadier = sum(e[f"sd_{second}"] < e[f"sd_{first}"] for e in summary)
-    met = {t: sum(e[f"target_{t}"] for e in summary) for t in INPUT_TRANSFORMS}
+    met = {t: sum(e[f"target_{t}"] for e in summary) for t in COMPARED}
     lines += [
         "",
         f"Cells: {len(summary)}. {second}'s median error below {first}'s in {better}, its sd "

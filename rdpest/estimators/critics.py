@@ -2,12 +2,20 @@
 
 The critic maps a raw sample x to g(x) = M · tanh(h(z)/M), where z is x standardised with
 statistics of the training split (stored as float64 buffers, so the module is self-contained) and
-h is an MLP. ``INPUT_TRANSFORMS`` name the two standardisations: "standard", z = (x − mean)/sd;
-"asinh", z = asinh((x − median)/s) with s the interquartile range scaled to a normal's standard
-deviation. The second is for heavy tails: a ReLU network is piecewise linear in z, so beyond the
-bulk of the training rows it grows like log|x| instead of linearly in x (a log ratio that levels
-off, as a Student-t or Laplace shift's does, is not extrapolated into a steep ramp), and a few
-far outliers no longer set the scale and squeeze the bulk of the rows together.
+h is an MLP. ``INPUT_TRANSFORMS`` name the three standardisations: "standard",
+z = (x − mean)/sd; "asinh", z = asinh((x − median)/s) with s the interquartile range scaled to a
+normal's standard deviation; "quadratic", z followed by the products z_i·z_j (i ≤ j).
+
+"asinh" is for heavy tails: a ReLU network is piecewise linear in z, so beyond the bulk of the
+training rows it grows like log|x| instead of linearly in x (a log ratio that levels off, as a
+Student-t or Laplace shift's does, is not extrapolated into a steep ramp), and a few far outliers
+no longer set the scale and squeeze the bulk of the rows together.
+
+"quadratic" is for the opposite case, log ratios that keep growing like a quadratic. The log
+ratio of two Gaussians (a scale change, correlated coordinates) is a quadratic form in x, hence
+linear in these inputs, and a ReLU network on them keeps following it beyond the bulk of Q's
+rows, where a classifier fed z alone levels off near the last value it saw there. The price is
+width (d + d(d+1)/2 inputs for d features) and, on heavy tails, a steeper extrapolation.
 
 The standardisation runs in float64 and only z is cast to the network's float32, so an affine
 change of the samples (an offset of 1e8, a scale of 1e-13) leaves z, and the critic, unchanged:
@@ -28,7 +36,7 @@ from torch import nn
 __all__ = ["ACTIVATIONS", "INPUT_TRANSFORMS", "BoundedMLP"]
 
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU}
-INPUT_TRANSFORMS = ("standard", "asinh")
+INPUT_TRANSFORMS = ("standard", "asinh", "quadratic")
 
 
 class BoundedMLP(nn.Module):
@@ -44,8 +52,9 @@ class BoundedMLP(nn.Module):
         One of ``ACTIVATIONS``.
     output_bound : float
         M in g = M · tanh(h / M).
-    inputs : {"standard", "asinh"}, default="standard"
-        z = (x − input_mean) / input_scale, or asinh of it (see the module docstring).
+    inputs : {"standard", "asinh", "quadratic"}, default="standard"
+        z = (x − input_mean) / input_scale, asinh of it, or z with its pairwise products
+        appended (see the module docstring).
 
     Examples
     --------
@@ -72,6 +81,8 @@ class BoundedMLP(nn.Module):
         self.output_bound = float(output_bound)
         layers: list[nn.Module] = []
         width = self.input_mean.numel()
+        if inputs == "quadratic":
+            width += width * (width + 1) // 2
         for size in hidden_layer_sizes:
             layers += [nn.Linear(width, int(size)), ACTIVATIONS[activation]()]
             width = int(size)
@@ -79,11 +90,15 @@ class BoundedMLP(nn.Module):
         self.net = nn.Sequential(*layers)
 
     def standardise(self, x: torch.Tensor) -> torch.Tensor:
-        """z = (x − mean) / scale (or its asinh) computed in float64, returned in float32 (the
-        net's dtype)."""
+        """z = (x − mean) / scale (its asinh, or z and its products z_i·z_j, i ≤ j) computed in
+        float64, returned in float32 (the net's dtype)."""
         z = (x.to(torch.float64) - self.input_mean) / self.input_scale
-        if getattr(self, "inputs", "standard") == "asinh":  # critics pickled before the option
+        inputs = getattr(self, "inputs", "standard")  # critics pickled before the option
+        if inputs == "asinh":
             z = torch.asinh(z)
+        elif inputs == "quadratic":
+            i, j = torch.triu_indices(z.shape[-1], z.shape[-1], device=z.device)
+            z = torch.cat([z, z[..., i] * z[..., j]], dim=-1)
         return z.to(torch.float32)
 
     def head(self, z: torch.Tensor) -> torch.Tensor:
@@ -103,8 +118,9 @@ _CONSTANT_SPREAD = 1e-13
 def _standardisation(pooled: np.ndarray, inputs: str = "standard") -> tuple[np.ndarray, np.ndarray]:
     """Per-feature float64 centre and scale of the pooled training samples.
 
-    ``inputs="standard"``: the mean and the standard deviation, except for a constant feature (a
-    spread that is only rounding noise relative to the feature's largest magnitude): that one is
+    ``inputs="standard"`` (and ``"quadratic"``, which standardises as it does): the mean and the
+    standard deviation, except for a constant feature (a spread that is only rounding noise
+    relative to the feature's largest magnitude): that one is
     divided by its largest magnitude (1 if it is all zeros), so it standardises to ~0 at any
     magnitude. Samples near the float64 limit, whose sum or squares overflow, are pre-divided by
     their largest magnitude.
@@ -125,7 +141,7 @@ def _standardisation(pooled: np.ndarray, inputs: str = "standard") -> tuple[np.n
         mean, scale = unit.mean(axis=0) * peak, unit.std(axis=0) * peak
     constant = scale <= _CONSTANT_SPREAD * peak
     scale = np.where(constant, safe_peak, scale)
-    if inputs == "standard":
+    if inputs != "asinh":  # "standard" and "quadratic"
         return mean, scale
     unit = pooled / safe_peak
     median = np.median(unit, axis=0) * safe_peak

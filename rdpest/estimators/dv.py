@@ -114,13 +114,17 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         Adam weight decay.
     critic_bound : float, default=20.0
         M in g = M·tanh(h/M): the critic's output lies in (−M, M).
-    critic_inputs : {"standard", "asinh"}, default="standard"
+    critic_inputs : {"standard", "asinh", "quadratic"}, default="standard"
         What the critic sees of a sample x: (x − mean)/sd over its training rows, or
         asinh((x − median)/s), s the interquartile range scaled to a normal's sd
         (rdpest.estimators.critics). "asinh" is for heavy-tailed samples: outliers no longer set
         the scale, and beyond the bulk the critic grows like log|x| rather than linearly, which
         suits log ratios that level off (Student-t, Laplace shifts) and underestimates ones that
-        grow fast (scale changes). ``lower_bound_`` stays valid under either.
+        grow fast (scale changes). "quadratic" feeds z and its products z_i·z_j (i ≤ j): the
+        log ratio of two Gaussians is a quadratic form in x, which such a critic keeps
+        following where Q's sample stops (scale changes, Gaussian losses of unequal spread);
+        with ``hidden_layer_sizes=()`` it is a logistic regression on that form. ``lower_bound_``
+        stays valid under each.
     validation_fraction : float, default=0.2
         Part of the training split used for early stopping.
     test_fraction : float, default=0.5

@@ -14,8 +14,8 @@ tests/stats/test_positive_controls.py), and the certificate holds for ANY critic
 certifying rows are seen. ``n_repeats`` (5 in audits) only stabilises the point estimate; a quick
 test below checks that it leaves the bound bit for bit unchanged, so the cells use 1.
 
-``critic_inputs="asinh"`` changes what the critic is a function of (still of the training rows
-only), so it has cells of its own.
+``critic_inputs="asinh"`` and ``"quadratic"`` change what the critic is a function of (still of
+the training rows only), so they have cells of their own.
 
 The cells are nulls with a learned, non-degenerate critic (P = Q, truth 0: every positive bound
 is a miss, and unlike an exact log-ratio, which is identically 0 there, a learned critic can
@@ -39,6 +39,8 @@ CELLS = {
     "defaults_small_divergence": (0.25, {}),
     "asinh_inputs": (0.0, {"critic_inputs": "asinh"}),
     "asinh_inputs_small_divergence": (0.25, {"critic_inputs": "asinh"}),
+    "quadratic_inputs": (0.0, {"critic_inputs": "quadratic"}),
+    "quadratic_inputs_small_divergence": (0.25, {"critic_inputs": "quadratic"}),
     "cross_fit": (0.0, {"cross_fit": True}),
     "bonferroni_region": (0.0, {"confidence_region": "bonferroni"}),
     "bracket_betting": (0.0, {"certificate": "bracket", "confidence": "betting"}),
