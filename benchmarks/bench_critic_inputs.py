@@ -37,11 +37,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from bench_point_estimates import _samples, realisable_cells
+from bench_point_estimates import _cell_key, _cell_path, _samples, realisable_cells
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
+from rdpest.stats.certificates import _dv_bracket
 from rdpest.stats.regions import log_mean_exp
 from rdpest.utils.io import atomic_write_text
 
@@ -62,10 +63,6 @@ FAMILIES = (
 ORACLES = ("oracle_all", "floor", "floor_q")
 
 
-def _cell_path(out: Path, family: str, alpha: float, divergence: float, n: int, seed: int):
-    return out / "cells" / f"{family}_{alpha:g}_{divergence:g}_{n}_{seed}.json"
-
-
 def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, out: Path) -> dict:
     """Fit every setting on one seed's samples; the row is written atomically."""
     path = _cell_path(out, family, alpha, divergence, n, seed)
@@ -74,15 +71,9 @@ def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, ou
     X, Y, truth, log_ratio = _samples(family, alpha, divergence, n, seed)
     lp, lq = log_ratio(X), log_ratio(Y)
     row = {
-        "family": family,
-        "alpha": alpha,
-        "divergence": divergence,
-        "n": n,
-        "seed": seed,
-        "truth": truth,
+        **_cell_key(family, alpha, divergence, n, seed, truth),
         # The exact log ratio's estimates on the same samples (see the module docstring).
-        "oracle_all": alpha / (alpha - 1) * log_mean_exp((alpha - 1) * lp)
-        - log_mean_exp(alpha * lq),
+        "oracle_all": _dv_bracket(lp, lq, alpha),
         "floor": log_mean_exp((alpha - 1) * lp) / (alpha - 1),
         "floor_q": log_mean_exp(alpha * lq) / (alpha - 1),
     }
@@ -100,7 +91,7 @@ def summarise(rows: list[dict]) -> list[dict]:
     """Per cell: median |relative error| and median signed relative error of every column, the
     mean certified bound of every setting and how often it exceeded the truth."""
     cells: dict[tuple, list[dict]] = {}
-    for row in rows:
+    for row in sorted(rows, key=lambda r: r["seed"]):  # a fixed order: the same sums every run
         cells.setdefault((row["family"], row["alpha"], row["divergence"], row["n"]), []).append(row)
     summary = []
     for (family, alpha, divergence, n), group in sorted(cells.items()):
