@@ -37,13 +37,19 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from bench_point_estimates import _cell_key, _cell_path, _samples, realisable_cells
+from bench_point_estimates import (
+    EXACT_COLUMNS,
+    _cell_key,
+    _cell_path,
+    _samples,
+    exact_columns,
+    realisable_cells,
+    summarise,
+)
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
-from rdpest.stats.certificates import _dv_bracket
-from rdpest.stats.regions import log_mean_exp
 from rdpest.utils.io import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results" / "point_estimates" / "critic_inputs"
@@ -60,7 +66,6 @@ FAMILIES = (
     "laplace_shift",
     "student_t_shift",
 )
-ORACLES = ("oracle_all", "floor", "floor_q")
 
 
 def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, out: Path) -> dict:
@@ -69,13 +74,10 @@ def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, ou
     if path.exists():
         return json.loads(path.read_text())
     X, Y, truth, log_ratio = _samples(family, alpha, divergence, n, seed)
-    lp, lq = log_ratio(X), log_ratio(Y)
     row = {
         **_cell_key(family, alpha, divergence, n, seed, truth),
         # The exact log ratio's estimates on the same samples (see the module docstring).
-        "oracle_all": _dv_bracket(lp, lq, alpha),
-        "floor": log_mean_exp((alpha - 1) * lp) / (alpha - 1),
-        "floor_q": log_mean_exp(alpha * lq) / (alpha - 1),
+        **exact_columns(log_ratio(X), log_ratio(Y), alpha),
     }
     for name, params in SETTINGS.items():
         with warnings.catch_warnings():
@@ -87,26 +89,18 @@ def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, ou
     return row
 
 
-def summarise(rows: list[dict]) -> list[dict]:
-    """Per cell: median |relative error| and median signed relative error of every column, the
-    mean certified bound of every setting and how often it exceeded the truth."""
-    cells: dict[tuple, list[dict]] = {}
-    for row in sorted(rows, key=lambda r: r["seed"]):  # a fixed order: the same sums every run
-        cells.setdefault((row["family"], row["alpha"], row["divergence"], row["n"]), []).append(row)
-    summary = []
-    for (family, alpha, divergence, n), group in sorted(cells.items()):
-        truth = group[0]["truth"]
-        entry = {"family": family, "alpha": alpha, "divergence": divergence, "n": n}
-        entry["seeds"] = len(group)
-        for column in (*SETTINGS, *ORACLES):
-            rel = np.array([(r[column] - truth) / truth for r in group])
-            entry[column] = float(np.median(np.abs(rel)))
-            entry[f"{column}_signed"] = float(np.median(rel))
+def summary_of(rows: list[dict]) -> list[dict]:
+    """Per cell: bench_point_estimates.summarise's error columns for every setting and exact
+    column, plus each setting's mean certified bound and how often it exceeded the truth."""
+    rows = sorted(rows, key=lambda r: r["seed"])  # a fixed order: the same sums every run
+    summary = summarise(rows, (*SETTINGS, *EXACT_COLUMNS))
+    for entry in summary:
+        key = (entry["family"], entry["alpha"], entry["divergence"], entry["n"])
+        cell = [r for r in rows if (r["family"], r["alpha"], r["divergence"], r["n"]) == key]
         for name in SETTINGS:
-            bounds = np.array([r[f"{name}_bound"] for r in group])
+            bounds = np.array([r[f"{name}_bound"] for r in cell])
             entry[f"{name}_bound"] = float(bounds.mean())
-            entry[f"{name}_misses"] = int((bounds > truth).sum())
-        summary.append(entry)
+            entry[f"{name}_misses"] = int((bounds > cell[0]["truth"]).sum())
     return summary
 
 
@@ -120,12 +114,12 @@ def table(summary: list[dict], command: str) -> str:
         "Q-form plug-ins), then each setting's mean certified bound with the number of seeds "
         "where it exceeded the truth. Settings: see the script's docstring.",
         "",
-        "| family | α | D | n | seeds | " + " | ".join((*SETTINGS, *ORACLES)) + " | bounds "
+        "| family | α | D | n | seeds | " + " | ".join((*SETTINGS, *EXACT_COLUMNS)) + " | bounds "
         "(" + " / ".join(SETTINGS) + ") |",
-        "|" + "---|" * (5 + len(SETTINGS) + len(ORACLES) + 1),
+        "|" + "---|" * (5 + len(SETTINGS) + len(EXACT_COLUMNS) + 1),
     ]
     for e in summary:
-        cols = [f"{e[c]:.3f} ({e[c + '_signed']:+.2f})" for c in (*SETTINGS, *ORACLES)]
+        cols = [f"{e[c]:.3f} ({e[c + '_bias']:+.2f})" for c in (*SETTINGS, *EXACT_COLUMNS)]
         bounds = " / ".join(f"{e[s + '_bound']:.3f} [{e[s + '_misses']}]" for s in SETTINGS)
         head = f"| {e['family']} | {e['alpha']:g} | {e['divergence']:g} | {e['n']} | {e['seeds']}"
         lines.append(head + " | " + " | ".join(cols) + f" | {bounds} |")
@@ -167,7 +161,7 @@ def main(argv=None) -> int:
         delayed(one_seed)(*job, args.out) for job in jobs
     )
     rows = list(tqdm(rows, total=len(jobs), desc="cells x seeds"))
-    summary = summarise(rows)
+    summary = summary_of(rows)
     command = "python benchmarks/bench_critic_inputs.py " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )

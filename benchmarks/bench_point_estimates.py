@@ -162,6 +162,19 @@ def one_seed(family: str, alpha: float, divergence: float, n: int, seed: int, ou
 
 
 CROSS_FIT_COLUMNS = ("split", "cross_fit", "oracle_all", "floor", "floor_q")
+#: The exact log ratio's columns on all rows (see exact_columns).
+EXACT_COLUMNS = ("oracle_all", "floor", "floor_q")
+
+
+def exact_columns(lp: np.ndarray, lq: np.ndarray, alpha: float) -> dict:
+    """The exact log ratio L's estimates from its values lp on P's rows and lq on Q's: the
+    bracket ``oracle_all`` and the P- and Q-form plug-ins ``floor`` / ``floor_q``."""
+    a = float(alpha)
+    return {
+        "oracle_all": _dv_bracket(lp, lq, a),
+        "floor": log_mean_exp((a - 1) * lp) / (a - 1),
+        "floor_q": log_mean_exp(a * lq) / (a - 1),
+    }
 
 
 def cross_fit_seed(family: str, alpha: float, divergence: float, n: int, seed: int, out: Path):
@@ -180,9 +193,7 @@ def cross_fit_seed(family: str, alpha: float, divergence: float, n: int, seed: i
         **_cell_key(family, a, divergence, n, seed, truth),
         "split": diagnostics.fold_points[0],
         "cross_fit": est.divergence_,
-        "oracle_all": _dv_bracket(lp, lq, a),
-        "floor": log_mean_exp((a - 1) * lp) / (a - 1),
-        "floor_q": log_mean_exp(a * lq) / (a - 1),
+        **exact_columns(lp, lq, a),
         "lower_bound": est.lower_bound_,
         "seconds": seconds,
     }

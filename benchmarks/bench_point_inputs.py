@@ -34,9 +34,11 @@ from pathlib import Path
 
 import numpy as np
 from bench_point_estimates import (
+    EXACT_COLUMNS,
     _cell_key,
     _cell_path,
     _samples,
+    exact_columns,
     realisable_cells,
     stored_rows,
     summarise,
@@ -49,12 +51,9 @@ from tqdm.auto import tqdm
 from rdpest import DVRenyiEstimator
 from rdpest.datasets import FAMILIES
 from rdpest.estimators.windows import WINDOW_RULES
-from rdpest.stats.certificates import _dv_bracket
-from rdpest.stats.regions import log_mean_exp
 from rdpest.utils.io import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results" / "point_estimates" / "inputs"
-EXACT = ("oracle_all", "floor", "floor_q")
 # The transforms this table compares (the stored cells hold these two).
 COMPARED = ("standard", "asinh")
 
@@ -72,9 +71,7 @@ def one_seed(
     lp, lq = L(X), L(Y)
     row = {
         **_cell_key(family, a, divergence, n, seed, truth),
-        "oracle_all": _dv_bracket(lp, lq, a),
-        "floor": log_mean_exp((a - 1) * lp) / (a - 1),
-        "floor_q": log_mean_exp(a * lq) / (a - 1),
+        **exact_columns(lp, lq, a),
         "point_window": window,
     }
     for inputs in COMPARED:
@@ -92,7 +89,7 @@ def one_seed(
 def summary_of(rows: list[dict]) -> list[dict]:
     """Per cell: summarise()'s error columns, plus each transform's sd, mean bound, fit time and
     target."""
-    summary = summarise(rows, (*COMPARED, *EXACT))
+    summary = summarise(rows, (*COMPARED, *EXACT_COLUMNS))
     for entry in summary:
         cell = [
             r

@@ -33,8 +33,10 @@ from pathlib import Path
 
 import numpy as np
 from bench_point_estimates import (
+    EXACT_COLUMNS,
     _cell_key,
     _samples,
+    exact_columns,
     realisable_cells,
     summarise,
     target_met,
@@ -47,8 +49,6 @@ from tqdm.auto import tqdm
 from rdpest import DVRenyiEstimator
 from rdpest.datasets import FAMILIES, make_renyi_pair
 from rdpest.estimators.windows import WINDOW_RULES, _clipped_bracket, point_estimate_window
-from rdpest.stats.certificates import _dv_bracket
-from rdpest.stats.regions import log_mean_exp
 from rdpest.utils.io import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results" / "point_estimates" / "windows"
@@ -103,14 +103,11 @@ def seed_row(path: Path) -> dict:
     folds = sum(1 for k in values if k.endswith("_p_test"))
     for rule in WINDOW_RULES:
         row[rule] = float(np.mean([fold_point(values, i, rule, a) for i in range(folds)]))
-    lp, lq = L(X), L(Y)
-    row["oracle_all"] = _dv_bracket(lp, lq, a)
-    row["floor"] = log_mean_exp((a - 1) * lp) / (a - 1)
-    row["floor_q"] = log_mean_exp(a * lq) / (a - 1)
+    row.update(exact_columns(L(X), L(Y), a))
     return row
 
 
-COLUMNS = (*WINDOW_RULES, "oracle_all", "floor", "floor_q")
+COLUMNS = (*WINDOW_RULES, *EXACT_COLUMNS)
 
 
 def met(entry: dict, rule: str) -> bool:
