@@ -20,7 +20,7 @@ import torch
 from scipy import stats
 
 from rdpest import DVRenyiEstimator
-from rdpest.datasets import make_renyi_pair
+from rdpest.datasets import family_parameters, make_renyi_pair
 from rdpest.estimators.critics import INPUT_TRANSFORMS, BoundedMLP, _standardisation
 
 FAST = {"max_epochs": 30, "hidden_layer_sizes": (16,), "random_state": 0}
@@ -94,6 +94,8 @@ def test_quadratic_critic_pickles_and_follows_a_quadratic_beyond_q():
     than half as much from x = 4 to 8, where Q has no rows (measured 6.7 against L's
     18.8: it levels off)."""
     X, Y, _ = make_renyi_pair("gaussian_scale", 1.25, 4.0, 2000, random_state=0)
+    # L(x) = c·x² + const with c = (1 − 1/sd²)/2, sd P's standard deviation (Q's is 1).
+    curvature = 0.5 * (1 - 1 / family_parameters("gaussian_scale", 1.25, 4.0)["std"] ** 2)
     params = {"alpha": 1.25, "random_state": 0, "critic_bound": 50.0}
     est = DVRenyiEstimator(**params, critic_inputs="quadratic", hidden_layer_sizes=()).fit(X, Y)
     assert est.critic_.inputs == "quadratic"
@@ -103,11 +105,11 @@ def test_quadratic_critic_pickles_and_follows_a_quadratic_beyond_q():
     h = est.critic_bound * np.arctanh(est.log_ratio(grid) / est.critic_bound)
     second = np.diff(h, 2)
     np.testing.assert_allclose(second, second.mean(), rtol=1e-4)
-    exact_second = 0.5 * (1 - 1 / 2.151970605903897**2) * 2 * (grid[1] - grid[0]) ** 2
+    exact_second = curvature * 2 * (grid[1] - grid[0]) ** 2
     assert second.mean() == pytest.approx(exact_second, rel=0.2)
     standard = DVRenyiEstimator(**params).fit(X, Y)
     g = standard.log_ratio(np.array([4.0, 8.0]))
-    exact_rise = 0.5 * (1 - 1 / 2.151970605903897**2) * (64.0 - 16.0)
+    exact_rise = curvature * (64.0 - 16.0)
     assert g[1] - g[0] < exact_rise / 2
 
 
