@@ -307,6 +307,13 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         Higher is better, so that ``GridSearchCV`` and ``cross_val_score`` pick the estimator whose
         fitted statistic separates the new samples best. With ``direction="max"`` the larger of the
         two directions' scores.
+
+        On finite samples the score is biased upward where the fitted statistic's exponential
+        moment under Q is heavy-tailed (the −log of a sample mean overestimates the −log of its
+        expectation), so a search over settings that change the statistic's tails, such as the
+        DV critic's ``critic_inputs``, favours the one whose tails grow fastest, whether or not its
+        estimates are better (benchmarks/results/point_estimates/ideas/). Compare such settings on
+        samples whose divergence is known, or choose them from what is known of the mechanism.
         """
         check_is_fitted(self, "directions_")
         X, Y = self._two_samples(X, Y, "score")

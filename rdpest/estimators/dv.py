@@ -124,7 +124,8 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         log ratio of two Gaussians is a quadratic form in x, which such a critic keeps
         following where Q's sample stops (scale changes, Gaussian losses of unequal spread);
         with ``hidden_layer_sizes=()`` it is a logistic regression on that form. ``lower_bound_``
-        stays valid under each.
+        stays valid under each. A search scored by ``score`` favours "quadratic" even where it
+        is worse (see ``score``): choose the inputs from what is known of the mechanism.
     validation_fraction : float, default=0.2
         Part of the training split used for early stopping.
     test_fraction : float, default=0.5
