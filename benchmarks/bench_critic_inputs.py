@@ -36,12 +36,13 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
 from bench_point_estimates import (
     EXACT_COLUMNS,
     _cell_key,
     _cell_path,
     _samples,
+    bound_columns,
+    cell_of,
     exact_columns,
     realisable_cells,
     summarise,
@@ -95,12 +96,7 @@ def summary_of(rows: list[dict]) -> list[dict]:
     rows = sorted(rows, key=lambda r: r["seed"])  # a fixed order: the same sums every run
     summary = summarise(rows, (*SETTINGS, *EXACT_COLUMNS))
     for entry in summary:
-        key = (entry["family"], entry["alpha"], entry["divergence"], entry["n"])
-        cell = [r for r in rows if (r["family"], r["alpha"], r["divergence"], r["n"]) == key]
-        for name in SETTINGS:
-            bounds = np.array([r[f"{name}_bound"] for r in cell])
-            entry[f"{name}_bound"] = float(bounds.mean())
-            entry[f"{name}_misses"] = int((bounds > cell[0]["truth"]).sum())
+        bound_columns(entry, cell_of(rows, entry), SETTINGS)
     return summary
 
 

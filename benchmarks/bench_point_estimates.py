@@ -201,6 +201,21 @@ def cross_fit_seed(family: str, alpha: float, divergence: float, n: int, seed: i
     return row
 
 
+def cell_of(rows: list[dict], entry: dict) -> list[dict]:
+    """The rows of the cell (family, α, D, n) that a summary entry describes."""
+    key = (entry["family"], entry["alpha"], entry["divergence"], entry["n"])
+    return [r for r in rows if (r["family"], r["alpha"], r["divergence"], r["n"]) == key]
+
+
+def bound_columns(entry: dict, cell: list[dict], names) -> None:
+    """Adds to ``entry``, for each fit ``name`` whose rows hold ``{name}_bound``, its mean
+    certified bound over the cell's rows and the number of rows where it exceeded the truth."""
+    for name in names:
+        bounds = np.array([r[f"{name}_bound"] for r in cell])
+        entry[f"{name}_bound"] = float(bounds.mean())
+        entry[f"{name}_misses"] = int((bounds > cell[0]["truth"]).sum())
+
+
 def summarise(rows: list[dict], columns=COLUMNS) -> list[dict]:
     cells: dict[tuple, list[dict]] = {}
     for r in rows:

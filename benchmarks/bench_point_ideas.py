@@ -62,6 +62,8 @@ from bench_point_estimates import (
     _cell_key,
     _cell_path,
     _samples,
+    bound_columns,
+    cell_of,
     exact_columns,
     summarise,
     target_met,
@@ -244,12 +246,8 @@ def summary_of(rows: list[dict]) -> list[dict]:
     rows = sorted(rows, key=lambda r: (r["family"], r["alpha"], r["divergence"], r["seed"]))
     summary = summarise(rows, (*COLUMNS, *EXACT_COLUMNS))
     for entry in summary:
-        key = (entry["family"], entry["alpha"], entry["divergence"], entry["n"])
-        cell = [r for r in rows if (r["family"], r["alpha"], r["divergence"], r["n"]) == key]
-        for name in ("default", *SEPARATE):
-            bounds = np.array([r[f"{name}_bound"] for r in cell])
-            entry[f"{name}_bound"] = float(bounds.mean())
-            entry[f"{name}_misses"] = int((bounds > cell[0]["truth"]).sum())
+        cell = cell_of(rows, entry)
+        bound_columns(entry, cell, ("default", *SEPARATE))
         for name in SEPARATE:
             ratios = [r[f"{name}_seconds"] / r["default_seconds"] for r in cell]
             entry[f"{name}_time_ratio"] = float(np.median(ratios))
