@@ -76,7 +76,7 @@ from tqdm.auto import tqdm
 from rdpest import DVRenyiEstimator
 from rdpest.estimators.critics import _classifier_loss
 from rdpest.estimators.splits import split_indices
-from rdpest.estimators.windows import _clipped_bracket
+from rdpest.estimators.windows import _clipped_bracket, point_estimate_window
 from rdpest.utils.io import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results" / "point_estimates" / "ideas"
@@ -151,14 +151,14 @@ def _fold_record(est, result, p_train, q_train, seed) -> dict:
         raise RuntimeError(f"validation rows out of step with the estimator: {val_loss} vs {best}")
     alpha = float(est.alpha)
     slope = platt_slope(gp, gq)
-    scaled = [slope * x for x in g]
-    calibrated_window = (slope * window[0], slope * window[1])
+    # The scaled critic's own window, by the estimator's rule on its training values.
+    scaled_window = point_estimate_window(slope * g[0], slope * g[1], alpha, est.point_window)
     return {
         "point": float(point),
         "val_loss": val_loss,
         "val_bracket": float(_clipped_bracket(gp, gq, window, alpha)),
         "slope": slope,
-        "calibrated": float(_clipped_bracket(scaled[2], scaled[3], calibrated_window, alpha)),
+        "calibrated": float(_clipped_bracket(slope * g[2], slope * g[3], scaled_window, alpha)),
     }
 
 
@@ -327,43 +327,32 @@ def grid_seed(family: str, alpha: float, divergence: float, n: int, seed: int, o
 def grid_table(rows: list[dict], command: str) -> tuple[list[dict], str]:
     """Per cell: how often the search picked quadratic inputs, the refit's error, and each
     candidate's mean held-out score beside the truth."""
-    cells: dict[tuple, list[dict]] = {}
-    for r in sorted(rows, key=lambda r: r["seed"]):
-        cells.setdefault((r["family"], r["alpha"], r["divergence"], r["n"]), []).append(r)
-    summary, lines = (
-        [],
-        [
-            "# GridSearchCV over critic_inputs: what the held-out score picks",
-            "",
-            f"Command: `{command}`. Per cell (20 seeds unless stated): the share of seeds where "
-            '`GridSearchCV(..., cv=3)` picked `critic_inputs="quadratic"`, the median |relative '
-            "error| of the refit's `divergence_` (median signed error in brackets), and each "
-            "candidate's held-out score (the mean over folds, then over seeds) beside the truth. "
-            "Compare the errors of the two settings in results.md.",
-            "",
-            "| family | α | D | n | seeds | picked quadratic | refit error | score standard | "
-            "score quadratic | truth |",
-            "|---|---|---|---|---|---|---|---|---|---|",
-        ],
-    )
-    for (family, alpha, divergence, n), rs in cells.items():
-        truth = rs[0]["truth"]
-        error = np.array([r["estimate"] / truth - 1 for r in rs])
-        entry = {"family": family, "alpha": alpha, "divergence": divergence, "n": n}
-        entry.update(
-            seeds=len(rs),
-            picked_quadratic=float(np.mean([r["picked"] == "quadratic" for r in rs])),
-            error=float(np.median(np.abs(error))),
-            bias=float(np.median(error)),
-            score_standard=float(np.mean([r["score_standard"] for r in rs])),
-            score_quadratic=float(np.mean([r["score_quadratic"] for r in rs])),
-            truth=truth,
-        )
-        summary.append(entry)
+    rows = sorted(rows, key=lambda r: (r["family"], r["alpha"], r["divergence"], r["seed"]))
+    summary = summarise(rows, ("estimate",))
+    lines = [
+        "# GridSearchCV over critic_inputs: what the held-out score picks",
+        "",
+        f"Command: `{command}`. Per cell (20 seeds unless stated): the share of seeds where "
+        '`GridSearchCV(..., cv=3)` picked `critic_inputs="quadratic"`, the median |relative '
+        "error| of the refit's `divergence_` (median signed error in brackets), and each "
+        "candidate's held-out score (the mean over folds, then over seeds) beside the truth. "
+        "Compare the errors of the two settings in results.md.",
+        "",
+        "| family | α | D | n | seeds | picked quadratic | refit error | score standard | "
+        "score quadratic | truth |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for entry in summary:
+        cell = cell_of(rows, entry)
+        entry["truth"] = truth = cell[0]["truth"]
+        entry["picked_quadratic"] = float(np.mean([r["picked"] == "quadratic" for r in cell]))
+        for name in GRID["critic_inputs"]:
+            entry[f"score_{name}"] = float(np.mean([r[f"score_{name}"] for r in cell]))
         lines.append(
-            f"| {family} | {alpha:g} | {divergence:g} | {n} | {len(rs)} | "
-            f"{entry['picked_quadratic']:.2f} | {entry['error']:.3f} ({entry['bias']:+.2f}) | "
-            f"{entry['score_standard']:.3f} | {entry['score_quadratic']:.3f} | {truth:.3f} |"
+            f"| {entry['family']} | {entry['alpha']:g} | {entry['divergence']:g} | {entry['n']} "
+            f"| {entry['seeds']} | {entry['picked_quadratic']:.2f} | {entry['estimate']:.3f} "
+            f"({entry['estimate_bias']:+.2f}) | {entry['score_standard']:.3f} | "
+            f"{entry['score_quadratic']:.3f} | {truth:.3f} |"
         )
     return summary, "\n".join(lines) + "\n"
 
