@@ -11,6 +11,7 @@ from rdpest.estimators import (
     DVRenyiEstimator,
     HoeffdingRenyiBound,
     MarkovRenyiBound,
+    neg_critic_loss,
 )
 
 __all__ = [
@@ -19,4 +20,5 @@ __all__ = [
     "HoeffdingRenyiBound",
     "MarkovRenyiBound",
     "__version__",
+    "neg_critic_loss",
 ]
