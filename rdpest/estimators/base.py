@@ -312,8 +312,11 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         moment under Q is heavy-tailed (the −log of a sample mean overestimates the −log of its
         expectation), so a search over settings that change the statistic's tails, such as the
         DV critic's ``critic_inputs``, favours the one whose tails grow fastest, whether or not its
-        estimates are better (benchmarks/results/point_estimates/ideas/). Compare such settings on
-        samples whose divergence is known, or choose them from what is known of the mechanism.
+        estimates are better (benchmarks/results/point_estimates/ideas/). To choose the DV
+        estimator's settings by cross-validation, pass ``scoring=rdpest.neg_critic_loss``
+        instead: it ranks the fitted critics by their held-out classification loss, which no
+        tail dominates (benchmarks/results/point_estimates/selection/); or choose the settings
+        from what is known of the mechanism.
         """
         check_is_fitted(self, "directions_")
         X, Y = self._two_samples(X, Y, "score")

@@ -125,7 +125,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         following where Q's sample stops (scale changes, Gaussian losses of unequal spread);
         with ``hidden_layer_sizes=()`` it is a logistic regression on that form. ``lower_bound_``
         stays valid under each. A search scored by ``score`` favours "quadratic" even where it
-        is worse (see ``score``): choose the inputs from what is known of the mechanism.
+        is worse: search with ``scoring=neg_critic_loss``, or choose from the mechanism.
     validation_fraction : float, default=0.2
         Part of the training split used for early stopping.
     test_fraction : float, default=0.5
