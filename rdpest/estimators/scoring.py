@@ -82,9 +82,33 @@ def neg_critic_loss(estimator, X, Y=None) -> float:
 
 
 def profiled_logistic_loss(g_p: np.ndarray, g_q: np.ndarray) -> float:
-    """min over b of ½·mean log(1 + e^{−(g_p+b)}) + ½·mean log(1 + e^{g_q+b}) (a convex function
-    of b; see :func:`neg_critic_loss`)."""
-    g_p, g_q = np.asarray(g_p, dtype=float), np.asarray(g_q, dtype=float)
+    """The balanced logistic loss of critic values, minimised over an added constant.
+
+    min over b of ½·mean log(1 + e^{−(g_p+b)}) + ½·mean log(1 + e^{g_q+b}), a convex function of
+    b; :func:`neg_critic_loss` is minus this for a fitted critic's values. Given the values of a
+    known log ratio on the same samples, it is the reference a critic's held-out loss is compared
+    with: in population no critic's loss is below the exact log ratio's.
+
+    Parameters
+    ----------
+    g_p, g_q : array-like of shape (n_p,) and (n_q,)
+        The critic's values on samples from P and from Q; finite, at least one each.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(profiled_logistic_loss([0.0, 0.0], [0.0]), 4)  # a constant critic: log 2
+    0.6931
+    """
+    g_p, g_q = np.asarray(g_p, dtype=float).ravel(), np.asarray(g_q, dtype=float).ravel()
+    if g_p.size == 0 or g_q.size == 0 or not (np.isfinite(g_p).all() and np.isfinite(g_q).all()):
+        raise ValueError(
+            "profiled_logistic_loss needs at least one finite critic value on each sample, got "
+            f"{g_p.size} and {g_q.size} values (non-finite values are not allowed)"
+        )
 
     def loss(b: float) -> float:
         return 0.5 * float(np.logaddexp(0.0, -(g_p + b)).mean() + np.logaddexp(0.0, g_q + b).mean())

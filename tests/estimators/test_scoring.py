@@ -144,3 +144,6 @@ def test_bad_input_is_named():
         neg_critic_loss(est, np.zeros((10, 2)), np.zeros((10, 2)))
     with pytest.raises(ValueError, match=r"NaN|finite|infinity"):
         neg_critic_loss(est, np.r_[X[:9], np.nan], Y[:10])
+    for g_p, g_q in (([], [0.0]), ([0.0], []), ([np.inf], [0.0]), ([0.0], [np.nan])):
+        with pytest.raises(ValueError, match="profiled_logistic_loss needs"):
+            profiled_logistic_loss(g_p, g_q)
