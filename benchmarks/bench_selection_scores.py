@@ -88,18 +88,20 @@ def _log_mean_jackknife(x: np.ndarray) -> float:
     return float(n * log_mean_exp(x) - (n - 1) * loo.mean())
 
 
-def _values(g_p, g_q, window, alpha) -> dict:
+def _value(name: str, g_p, g_q, window, alpha) -> float:
+    """Criterion ``name`` of critic values on the held-out fold (module docstring). Only the
+    named one is computed: GridSearchCV calls each criterion's scorer apart, and the held-out
+    certificate searches windows."""
+    if name == "bracket":
+        return _clipped_bracket(g_p, g_q, window, alpha)
+    if name == "held_out_bound":
+        return _best_window(g_p, g_q, alpha, BETA, "betting")[1]
+    if name == "neg_loss":
+        return -0.5 * float(np.logaddexp(0, -g_p).mean() + np.logaddexp(0, g_q).mean())
+    log_mean = {"delta": _log_mean_delta, "jackknife": _log_mean_jackknife}[name]
     lo, hi = window
     cp, cq = np.clip(g_p, lo, hi), np.clip(g_q, lo, hi)
-    ratio = alpha / (alpha - 1.0)
-    return {
-        "bracket": _clipped_bracket(g_p, g_q, window, alpha),
-        "delta": ratio * _log_mean_delta((alpha - 1.0) * cp) - _log_mean_delta(alpha * cq),
-        "jackknife": ratio * _log_mean_jackknife((alpha - 1.0) * cp)
-        - _log_mean_jackknife(alpha * cq),
-        "held_out_bound": _best_window(g_p, g_q, alpha, BETA, "betting")[1],
-        "neg_loss": -0.5 * float(np.logaddexp(0, -g_p).mean() + np.logaddexp(0, g_q).mean()),
-    }
+    return alpha / (alpha - 1.0) * log_mean((alpha - 1.0) * cp) - log_mean(alpha * cq)
 
 
 def _criterion(name: str):
@@ -114,7 +116,7 @@ def _criterion(name: str):
             critic = estimator.critics_[direction]
             g_p, g_q = _evaluate(critic, A), _evaluate(critic, B)
             window = estimator.critic_ranges_[direction]
-            values.append(_values(g_p, g_q, window, estimator.alpha)[name])
+            values.append(_value(name, g_p, g_q, window, estimator.alpha))
         return float(max(values))
 
     return scorer
