@@ -538,7 +538,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         # Standardised once, in float64, then cast to float32: training calls the critic's head
         # on z, which is what the critic computes from raw x (BoundedMLP.standardise).
         tp, tq, vp, vq = (
-            critic.standardise(torch.as_tensor(a, dtype=torch.float64)).to(device)
+            critic.standardise(torch.as_tensor(a, dtype=torch.float64, device=device))
             for a in (p_fit, q_fit, p_val, q_val)
         )
         if self.batch_size == "auto":
