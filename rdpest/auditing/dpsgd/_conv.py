@@ -37,6 +37,10 @@ from rdpest.auditing.dpsgd._rows import _repeated_block, _same_data
 # CPU thread (torch 2.13, 7,200 rows of 8 x 4 x 4 inputs, 3 x 3 kernel, 16 outputs) chunks of
 # 128 to 512 rows took 20 ms against 29 ms for all rows at once, 27 ms for chunks of 2,048.
 CHUNK_FLOATS = 1 << 19
+# Off the CPU, chunks exist only to bound memory (1 GiB of float32 patches): each chunk costs a
+# few kernel launches, and CPU-sized chunks made a stacked CNN's step on a GPU wait on hundreds
+# of them.
+DEVICE_CHUNK_FLOATS = 1 << 28
 
 
 def _fits(conv: nn.Conv2d) -> bool:
@@ -104,7 +108,8 @@ def conv2d_grad_norms(
     # In chunks of examples whose patches take about CHUNK_FLOATS: a chunk's patches and
     # products stay in the CPU's cache, and no step allocates (and page-faults) them whole.
     per_example = g.shape[2] * math.prod(conv.kernel_size) * conv.in_channels
-    chunk = max(1, CHUNK_FLOATS // per_example)
+    budget = CHUNK_FLOATS if g.device.type == "cpu" else DEVICE_CHUNK_FLOATS
+    chunk = max(1, budget // per_example)
     for start in range(0, n, chunk):
         rows = slice(start, start + chunk)
         patches = conv2d_patches(conv, activations[rows], backprops.shape[2:], g.dtype)
@@ -180,7 +185,7 @@ def _shared_patches(
 
 
 def shared_gradients(
-    layer, shared: torch.Tensor, backprops: torch.Tensor
+    layer, shared: torch.Tensor, backprops: torch.Tensor, batched: bool | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Every row's gradients of the first convolution, from its output gradients as rows
     (K·n, o, h', w'): the weight's (K, n, o, kh·kw·c), kernel axes in the order (kh, kw, c), and
@@ -188,10 +193,17 @@ def shared_gradients(
 
     A first layer sees few input channels, so these are small (o·kh·kw·c floats per row) and
     are kept for the clipped sums instead of another pass over the output gradients.
+    ``batched`` (default: off the CPU) forms them in one product rather than one per copy.
     """
     k, o, n = layer.copies, layer.out_channels, shared.shape[0]
     patches = _shared_patches(layer, shared, backprops.shape[2:], backprops.dtype)
     g = backprops.reshape(k, n, o, -1)  # copy k's block of rows, as laid out
+    if g.device.type != "cpu" if batched is None else batched:
+        # One product for all copies, example by example: (K·o, P) output gradients of example
+        # i's rows times its patches; a loop over the copies waited on K launches per step.
+        by_example = torch.bmm(g.transpose(0, 1).reshape(n, k * o, -1), patches)
+        weight = by_example.view(n, k, o, -1).transpose(0, 1).contiguous()
+        return weight, g.sum(dim=3)
     weight = g.new_empty(k, n, o, patches.shape[2])
     for block in range(k):  # row k·n + i: its output gradients (o, P) times example i's patches
         torch.bmm(g[block], patches, out=weight[block])

@@ -134,6 +134,24 @@ def test_the_first_layers_shared_products_equal_the_rows(geometry):
     assert torch.allclose(again[2], fresh[2], rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("geometry", [GEOMETRIES[0], GEOMETRIES[2]])
+def test_the_batched_shared_gradients_equal_the_per_copy_loop(geometry):
+    """Off the CPU the first layer's per-row gradients come from one product for all copies;
+    checked here on the CPU against the per-copy loop (float64: summation order alone)."""
+    c, o, kernel, stride, padding, dilation, size = geometry
+    torch.manual_seed(4)
+    k, n = 3, 5
+    plain = nn.Conv2d(c, o, kernel, stride=stride, padding=padding, dilation=dilation).double()
+    layer = StackedConv2d(plain, k)
+    data = torch.randn(n, c, *size, dtype=torch.float64)
+    g = torch.randn_like(layer(data.repeat(k, 1, 1, 1)))
+    looped = _conv.shared_gradients(layer, data, g, batched=False)
+    batched = _conv.shared_gradients(layer, data, g, batched=True)
+    assert batched[0].shape == looped[0].shape and batched[0].is_contiguous()
+    assert torch.allclose(batched[0], looped[0], rtol=1e-12, atol=1e-12)
+    assert torch.equal(batched[1], looped[1])
+
+
 def test_row_blocks_that_differ_take_the_rows_path():
     torch.manual_seed(3)
     layer = StackedConv2d(nn.Conv2d(1, 2, 3, padding=1).double(), 2)
