@@ -29,7 +29,11 @@ from rdpest.auditing.dpsgd.stacking import (
     opacus_version_message,
     stackable,
 )
-from rdpest.auditing.dpsgd.training import _train_dp_sgd_tensors, _train_stacked_tensors
+from rdpest.auditing.dpsgd.training import (
+    _train_dp_sgd_tensors,
+    _train_stacked_module,
+    stacked_canary_losses,
+)
 from rdpest.utils.io import array_digest, qualified_name
 from rdpest.utils.torch_helpers import forked_rng, num_threads, resolve_device
 from rdpest.utils.validation import check_int, check_seed, check_seeds
@@ -285,7 +289,9 @@ class DPSGDRun:
         consecutive chunks of ``runs_per_call`` seeds train as one stacked network
         (:func:`train_dp_sgd_many`): each score is one DP-SGD run's, with noise drawn for the
         whole chunk from a generator seeded by all its seeds, so the same seeds in the same
-        chunks give the same scores.
+        chunks give the same scores. The copies' canary losses come from the stacked network
+        in one pass (``rdpest.auditing.dpsgd.training.stacked_canary_losses``), equal to
+        :func:`canary_loss` of the unstacked copies to float rounding.
         """
         if not isinstance(include_canary, bool | np.bool_):
             raise ValueError(f"include_canary must be a bool, got {include_canary!r}")
@@ -300,10 +306,10 @@ class DPSGDRun:
             for start in range(0, len(seeds), self.runs_per_call):
                 chunk = seeds[start : start + self.runs_per_call]
                 with forked_rng(chunk[0], dev):
-                    trained = _train_stacked_tensors(
+                    trained = _train_stacked_module(
                         cache["template"], X, y, self.config, seeds=chunk, device=dev
                     )
-                scores += [canary_loss(m, self.canary_x, self.canary_y) for m in trained]
+                scores += stacked_canary_losses(trained, self.canary_x, self.canary_y)
             return scores
 
     def __repr__(self) -> str:

@@ -231,6 +231,43 @@ def _train_stacked_tensors(
     See :mod:`rdpest.auditing.dpsgd.stacking`: every copy is one DP-SGD run; the stack's noise
     comes from one generator seeded by :func:`stack_noise_seed` of all ``seeds``.
     """
+    stacked = _train_stacked_module(template, X, y, config, seeds=seeds, device=device)
+    return unstack_model(stacked, template)
+
+
+def stacked_canary_losses(stacked: nn.Sequential, x, y: int) -> list[float]:
+    """:func:`~rdpest.auditing.dpsgd.canaries.canary_loss` of every copy of a stacked network
+    (from :func:`_train_stacked_module`), in one forward pass: the canary ``x`` as one row per
+    copy, in eval mode without gradients. Equal to the unstacked copies' losses to float
+    rounding; on a GPU, unstacking thousands of copies into modules and evaluating each took
+    longer than training them.
+    """
+    copies = next(m.copies for m in stacked if isinstance(m, StackedLinear | StackedConv2d))
+    device = next(stacked.parameters()).device
+    x_t = torch.as_tensor(x, dtype=torch.float32, device=device).unsqueeze(0)
+    rows = x_t.repeat(copies, *([1] * (x_t.ndim - 1)))
+    was_training = stacked.training
+    stacked.eval()
+    try:
+        with torch.no_grad():
+            logits = stacked(rows)
+    finally:
+        stacked.train(was_training)
+    target = torch.full((copies,), int(y), dtype=torch.int64, device=device)
+    losses = nn.functional.cross_entropy(logits, target, reduction="none")
+    return losses.cpu().tolist()
+
+
+def _train_stacked_module(
+    template: nn.Module,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    config: DPSGDConfig,
+    *,
+    seeds: Sequence[int],
+    device: torch.device,
+) -> nn.Sequential:
+    """:func:`_train_stacked_tensors`'s training, returning the trained stacked network."""
     from opacus.grad_sample import GradSampleModuleFastGradientClipping
     from opacus.optimizers import DPOptimizerFastGradientClipping
     from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
@@ -272,7 +309,7 @@ def _train_stacked_tensors(
         module.train()
         _run_steps(module, dp_optimizer, criterion, loader, X_rows, y_rows, config.steps, True)
     dp_optimizer.zero_grad(set_to_none=True)
-    return unstack_model(module.to_standard_module(), template)
+    return module.to_standard_module()
 
 
 def _run_steps(module, dp_optimizer, criterion, loader, X, y, steps: int, full_batch: bool):

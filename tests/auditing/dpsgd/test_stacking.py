@@ -505,11 +505,11 @@ def test_train_dp_sgd_many_rejects_bad_input(data):
 
 # ------------------------------------------------------------------------------------------------
 # the score function and the auditor
-def _run(data, stack_runs="auto", model="lr", **settings):
+def _run(data, stack_runs="auto", model="lr", device="cpu", **settings):
     X, y = data
     canary = make_canary("blank", X, y, label=3)
     config = DPSGDConfig(**{"noise_multiplier": 1.0, "steps": 5, **settings})
-    return DPSGDRun(model, X, y, canary, config=config, stack_runs=stack_runs)
+    return DPSGDRun(model, X, y, canary, config=config, stack_runs=stack_runs, device=device)
 
 
 @NEEDS_STACKING
@@ -532,6 +532,39 @@ def test_score_many_trains_fixed_chunks_of_seeds(data):
         _run(data, stack_runs=4, sample_rate=0.5)
     with pytest.raises(ValueError, match="seeds must be a 1-D sequence"):
         stacked.score_many(True, 5)
+
+
+@NEEDS_STACKING
+@pytest.mark.parametrize(
+    "model, device",
+    [("lr", "cpu"), ("mlp", "cpu"), ("cnn", "cpu")]
+    + [pytest.param(m, "cuda", marks=CUDA) for m in ("lr", "cnn")],
+)
+def test_stacked_canary_losses_equal_the_unstacked_copies(data, model, device):
+    # score_many takes every copy's canary loss from the stacked network in one forward pass;
+    # with noise the copies differ, and each loss is the unstacked copy's canary_loss to float32
+    # rounding (relative 1e-5: a few ulps of a product over 64 inputs, and the CPU's stacked
+    # tanh 2·sigmoid(2x) − 1 against torch.tanh, both under 1e-6 relative here). On CUDA, cuDNN
+    # convolves in TF32 by default (10-bit mantissa, relative error ~5e-4 per product), and the
+    # grouped and plain convolutions round differently: 5e-3 for the CNN there.
+    from rdpest.auditing.dpsgd.canaries import canary_loss
+    from rdpest.auditing.dpsgd.training import _train_stacked_module, stacked_canary_losses
+
+    rel = 5e-3 if (model, device) == ("cnn", "cuda") else 1e-5
+    run = _run(data, 4, model, device=device)
+    cache = run._prepared()
+    X, y = cache["data"][True]
+    stacked = _train_stacked_module(
+        cache["template"], X, y, run.config, seeds=[1, 2, 3, 4], device=cache["device"]
+    )
+    copies = unstack_model(stacked, cache["template"])
+    losses = stacked_canary_losses(stacked, run.canary_x, run.canary_y)
+    expected = [canary_loss(m, run.canary_x, run.canary_y) for m in copies]
+    assert len(set(expected)) == 4  # the copies differ
+    assert losses == pytest.approx(expected, rel=rel)
+    assert stacked.training  # its mode is restored
+    # The audit's scores are these losses: score_many of the same seeds as one stack.
+    assert run.score_many(True, [1, 2, 3, 4]) == pytest.approx(expected, rel=rel)
 
 
 @NEEDS_STACKING
