@@ -10,8 +10,7 @@
    machine's batched products reach (the vectorised yardstick's rows); beside every stacked
    row at n_jobs = 1, the same model trained without privacy (plain autograd SGD, one at a time
    and stacked): what ordinary torch training of the model reaches here. ``--throughput-render``
-   rewrites the table from the stored JSON. ``--throughput-cuda``: the same on a CUDA GPU, with
-   stacks of 16 to 256.
+   rewrites the table from the stored JSON. On a CUDA GPU: benchmarks/bench_cuda.py.
 2. Protocol (``--protocol``, the default): the set-up of Kim, Varshney & Alabi (2026), Tables 1/2,
    at small scale on scikit-learn's digits: worst-case (pretrained) initialisation, blank canary,
    full batch, C = 1, 100 steps, 500 runs with and 500 without the canary, for μ in
@@ -49,8 +48,6 @@ from rdpest.utils.io import atomic_write_text
 OUT = Path(__file__).resolve().parent / "results" / "auditing"
 MUS = {"0.5": 0.5, "1": 1.0, "sqrt2": math.sqrt(2.0), "2": 2.0, "sqrt10": math.sqrt(10.0)}
 STEPS = 100
-# (stack_runs, runs per arm) for --throughput-cuda
-CUDA_CASES = ((1, 16), ("auto", 128), (16, 128), (128, 256), (256, 512))
 
 
 def _throughput_auditor(model, n_runs: int, n_jobs: int, device: str, stack_runs):
@@ -324,45 +321,6 @@ def write_throughput_tables(rows: list[dict]) -> None:
         json.dumps({"rows": rows, "capacity": capacity, "gflop_per_model": gflop}, indent=2),
     )
     atomic_write_text(OUT / "throughput.md", "\n".join(lines) + "\n")
-
-
-def throughput_cuda() -> list[dict]:
-    """Models per second on a CUDA GPU, one model at a time and in stacks of 16 to 256.
-
-    One process (n_jobs=1): the GPU is shared, and a stack is already one batched job.
-    """
-    import torch
-
-    if not torch.cuda.is_available():
-        raise SystemExit("--throughput-cuda needs a CUDA GPU")
-    rows = []
-    cases = [(model, stack, n) for model in ("lr", "mlp") for stack, n in CUDA_CASES]
-    for model, stack_runs, n_runs in [*cases, ("cnn", "auto", 8)]:
-        audit = _throughput_auditor(model, n_runs, 1, "cuda", stack_runs)
-        audit.score_fn.score_many(False, [1, 2])  # warm-up: CUDA context and kernels
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        audit.collect()
-        torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
-        rows.append(_throughput_row(audit, model, stack_runs, 1, [seconds]))
-    device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
-    atomic_write_text(
-        OUT / "throughput_cuda.json", json.dumps({"device": device, "rows": rows}, indent=2)
-    )
-    lines = [
-        f"CUDA ({device}), n_jobs = 1, 100 full-batch steps.",
-        "",
-        "| model | stack_runs (models per stack) | models | seconds | models/s |",
-        "|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {r['model']} | {r['stack_runs']} ({r['runs_per_call']}) | {r['models']} "
-        f"| {r['seconds']:.1f} | {r['models_per_second']:.1f} |"
-        for r in rows
-    ]
-    atomic_write_text(OUT / "throughput_cuda.md", "\n".join(lines) + "\n")
-    return rows
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -644,9 +602,6 @@ def main(argv=None) -> int:
     parser.add_argument("--protocol", action="store_true")
     parser.add_argument("--memory", action="store_true", help="peak memory of a fresh audit")
     parser.add_argument(
-        "--throughput-cuda", action="store_true", help="models per second on a CUDA GPU"
-    )
-    parser.add_argument(
         "--reference",
         action="store_true",
         help="the smallest claim's losses from 10000 + 10000 runs",
@@ -662,14 +617,10 @@ def main(argv=None) -> int:
     if args.throughput_render:
         write_throughput_tables(json.loads((OUT / "throughput.json").read_text())["rows"])
         return 0
-    if not (
-        args.throughput or args.throughput_cuda or args.protocol or args.memory or args.reference
-    ):
+    if not (args.throughput or args.protocol or args.memory or args.reference):
         args.throughput = args.protocol = args.memory = True
     if args.throughput:
         throughput()
-    if args.throughput_cuda:
-        throughput_cuda()
     if args.protocol:
         protocol(args.runs, args.n_jobs)
     if args.memory:
