@@ -184,6 +184,17 @@ def make_canary(
     return x, _least_likely_label(model, x)
 
 
+def eval_logits(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``module(x)`` in eval mode without gradients; the module's mode is restored afterwards."""
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            return module(x)
+    finally:
+        module.train(was_training)
+
+
 def canary_loss(model: nn.Module, x, y) -> float:
     """Cross-entropy loss of the single example ``(x, y)`` under ``model``.
 
@@ -222,14 +233,7 @@ def canary_loss(model: nn.Module, x, y) -> float:
     if isinstance(y, bool) or not isinstance(y, numbers.Integral):
         raise ValueError(f"y must be an integer class, got {y!r}")
     device = module_device(module)
-    x_t = torch.as_tensor(x, dtype=torch.float32, device=device).unsqueeze(0)
-    was_training = module.training
-    module.eval()
-    try:
-        with torch.no_grad():
-            logits = module(x_t)
-    finally:
-        module.train(was_training)
+    logits = eval_logits(module, torch.as_tensor(x, dtype=torch.float32, device=device)[None])
     if logits.ndim != 2 or logits.shape[0] != 1 or not 0 <= int(y) < logits.shape[1]:
         raise ValueError(
             f"y={y!r} must be a class in [0, n_classes) of logits shaped (1, n_classes); got "

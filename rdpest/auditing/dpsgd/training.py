@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rdpest.auditing.dpsgd.canaries import eval_logits
 from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.data import load_arrays
 from rdpest.auditing.dpsgd.engine import (
@@ -217,24 +218,6 @@ def _train_dp_sgd_tensors(
     return trained
 
 
-def _train_stacked_tensors(
-    template: nn.Module,
-    X: torch.Tensor,
-    y: torch.Tensor,
-    config: DPSGDConfig,
-    *,
-    seeds: Sequence[int],
-    device: torch.device,
-) -> list[nn.Module]:
-    """Full-batch DP-SGD runs of ``template``, one per seed, trained as one stacked network.
-
-    See :mod:`rdpest.auditing.dpsgd.stacking`: every copy is one DP-SGD run; the stack's noise
-    comes from one generator seeded by :func:`stack_noise_seed` of all ``seeds``.
-    """
-    stacked = _train_stacked_module(template, X, y, config, seeds=seeds, device=device)
-    return unstack_model(stacked, template)
-
-
 def stacked_canary_losses(stacked: nn.Sequential, x, y: int) -> list[float]:
     """:func:`~rdpest.auditing.dpsgd.canaries.canary_loss` of every copy of a stacked network
     (from :func:`_train_stacked_module`), in one forward pass: the canary ``x`` as one row per
@@ -246,13 +229,7 @@ def stacked_canary_losses(stacked: nn.Sequential, x, y: int) -> list[float]:
     device = next(stacked.parameters()).device
     x_t = torch.as_tensor(x, dtype=torch.float32, device=device).unsqueeze(0)
     rows = x_t.repeat(copies, *([1] * (x_t.ndim - 1)))
-    was_training = stacked.training
-    stacked.eval()
-    try:
-        with torch.no_grad():
-            logits = stacked(rows)
-    finally:
-        stacked.train(was_training)
+    logits = eval_logits(stacked, rows)
     target = torch.full((copies,), int(y), dtype=torch.int64, device=device)
     losses = nn.functional.cross_entropy(logits, target, reduction="none")
     return losses.cpu().tolist()
@@ -267,7 +244,12 @@ def _train_stacked_module(
     seeds: Sequence[int],
     device: torch.device,
 ) -> nn.Sequential:
-    """:func:`_train_stacked_tensors`'s training, returning the trained stacked network."""
+    """Full-batch DP-SGD runs of ``template``, one per seed, trained as one stacked network,
+    which is returned (:func:`unstack_model` gives the copies as modules).
+
+    See :mod:`rdpest.auditing.dpsgd.stacking`: every copy is one DP-SGD run; the stack's noise
+    comes from one generator seeded by :func:`stack_noise_seed` of all ``seeds``.
+    """
     from opacus.grad_sample import GradSampleModuleFastGradientClipping
     from opacus.optimizers import DPOptimizerFastGradientClipping
     from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
@@ -524,4 +506,5 @@ noise_scale_bug
     config = config.with_batch_size_of(len(y_t))
     config.warn_if_faulty("train_dp_sgd_many")
     with forked_rng(seeds[0], dev):
-        return _train_stacked_tensors(net, X_t, y_t, config, seeds=seeds, device=dev)
+        stacked = _train_stacked_module(net, X_t, y_t, config, seeds=seeds, device=dev)
+        return unstack_model(stacked, net)
