@@ -7,7 +7,8 @@
    and one stack of ``stack_runs="auto"`` for a 500 + 500-run audit (the stack a default audit
    gets). A larger stack is skipped when the last rate says it would take longer than
    ``--case-limit`` seconds, or once ``--time-limit`` has passed. Timed after a warm-up of the
-   CUDA context and kernels.
+   CUDA context and kernels; each row's models are timed again at one step, which splits the
+   time into milliseconds per step and seconds per stack that do not depend on the steps.
 2. Protocol (``--protocol``): the paper's MNIST set-up (Kim, Varshney & Alabi 2026: 30,000
    training examples, full batch, 100 steps, C = 1, its MNIST CNN, worst-case pretrained start).
    One stack of ``stack_runs="auto"`` copies of a 500 + 500-run audit is timed, and the seconds
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import sys
 import tempfile
 import time
@@ -52,10 +54,10 @@ PAPER_RUNS = 500
 PAPER_A100_HOURS = 100.0
 
 
-def _auditor(model: str, n_runs: int, stack_runs, **kwargs):
+def _auditor(model: str, n_runs: int, stack_runs, steps: int = STEPS, **kwargs):
     return DPSGDAuditor(
         noise_multiplier=1.0,
-        steps=STEPS,
+        steps=steps,
         n_runs=n_runs,
         model=model,
         device="cuda",
@@ -101,12 +103,19 @@ def throughput(result: dict, case_limit: float, deadline: float) -> None:
             n_models = run.runs_per_call
         run.score_many(False, [1, 2])  # warm-up: CUDA context and kernels
         seeds = list(range(100, 100 + n_models))
+        # The same stacks at one step: what a stack costs whatever its steps (building it,
+        # Opacus's wrapping, the canary losses) against what each step adds.
+        one_step = _auditor(model, max(PAPER_RUNS, n_models), run.runs_per_call, steps=1).score_fn
         try:
             seconds = _timed(run.score_many, True, seeds)
+            one_step.score_many(False, [1, 2])
+            seconds_one_step = _timed(one_step.score_many, True, seeds)
         except torch.cuda.OutOfMemoryError:
             print(f"skip {model} stack {stack_runs}: out of GPU memory", flush=True)
             torch.cuda.empty_cache()
             continue
+        stacks = math.ceil(n_models / run.runs_per_call)
+        per_step = (seconds - seconds_one_step) / (STEPS - 1) / stacks
         row = {
             "model": model,
             "stack_runs": stack_runs,
@@ -115,6 +124,8 @@ def throughput(result: dict, case_limit: float, deadline: float) -> None:
             "models": n_models,
             "seconds": seconds,
             "models_per_second": n_models / seconds,
+            "step_ms": 1e3 * per_step,
+            "fixed_seconds_per_stack": seconds_one_step / stacks - per_step,
         }
         if stack_runs != "auto":
             rate[model] = row["models_per_second"]
@@ -169,6 +180,10 @@ def protocol(result: dict, mnist: str | None) -> None:
     _save(result)
 
 
+def _cell(row: dict, key: str, digits: int) -> str:
+    return f"{row[key]:.{digits}f}" if key in row else "–"
+
+
 def write_markdown(result: dict) -> None:
     lines = [
         f"# DP-SGD training on CUDA ({result['device']})",
@@ -177,16 +192,20 @@ def write_markdown(result: dict) -> None:
         "Command: `python benchmarks/bench_cuda.py` (on a machine with a CUDA GPU). The audit's "
         "training, digits, 100 full-batch steps, sigma = 1: a stacked row times one stack of "
         "the with-canary arm, a stack_runs = 1 row 8 models one at a time (plain Opacus); "
-        "canary losses included, one timing per row after a warm-up. `auto` is the stack a "
+        "canary losses included, one timing per row after a warm-up. ms per step and fixed s "
+        "per stack: from the same stacks timed again at one step (what a stack costs whatever "
+        "its steps: building it, Opacus's wrapping, the canary losses). `auto` is the stack a "
         "500 + 500-run audit gets by default. Stack sizes missing from a model's rows were "
         "skipped because the last rate said they would take over 30 s.",
         "",
-        "| model | stack_runs (models per stack) | models | seconds | models/s |",
-        "|---|---|---|---|---|",
+        "| model | stack_runs (models per stack) | models | seconds | models/s "
+        "| ms per step | fixed s per stack |",
+        "|---|---|---|---|---|---|---|",
     ]
     lines += [
         f"| {r['model']} | {r['stack_runs']} ({r['runs_per_call']}) | {r['models']} "
-        f"| {r['seconds']:.2f} | {r['models_per_second']:.1f} |"
+        f"| {r['seconds']:.2f} | {r['models_per_second']:.1f} | {_cell(r, 'step_ms', 2)} "
+        f"| {_cell(r, 'fixed_seconds_per_stack', 3)} |"
         for r in result["throughput"]
     ]
     p = result.get("protocol")
