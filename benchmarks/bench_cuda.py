@@ -25,6 +25,7 @@ of what a profile of the run showed). ``--code REV`` records the commit measured
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import math
@@ -36,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from rdpest.auditing import DPSGDAuditor
+from rdpest.auditing.dpsgd.run import DPSGDRun
 from rdpest.utils.io import atomic_write_text
 
 OUT = Path(__file__).resolve().parent / "results" / "auditing"
@@ -54,10 +56,10 @@ PAPER_RUNS = 500
 PAPER_A100_HOURS = 100.0
 
 
-def _auditor(model: str, n_runs: int, stack_runs, steps: int = STEPS, **kwargs):
+def _auditor(model: str, n_runs: int, stack_runs, **kwargs):
     return DPSGDAuditor(
         noise_multiplier=1.0,
-        steps=steps,
+        steps=STEPS,
         n_runs=n_runs,
         model=model,
         device="cuda",
@@ -76,6 +78,22 @@ def _timed(fn, *args) -> float:
     fn(*args)
     torch.cuda.synchronize()
     return time.perf_counter() - start
+
+
+def _one_step(run: DPSGDRun) -> DPSGDRun:
+    """``run`` at one step: its data, canary, pretrained start, stack size and device."""
+    return DPSGDRun(
+        run.model,
+        run.X,
+        run.y,
+        (run.canary_x, run.canary_y),
+        run.initial_state,
+        config=dataclasses.replace(run.config, steps=1),
+        device=run.device,
+        input_shape=run.input_shape,
+        n_classes=run.n_classes,
+        stack_runs=run.runs_per_call,
+    )
 
 
 def _save(result: dict) -> None:
@@ -105,7 +123,7 @@ def throughput(result: dict, case_limit: float, deadline: float) -> None:
         seeds = list(range(100, 100 + n_models))
         # The same stacks at one step: what a stack costs whatever its steps (building it,
         # Opacus's wrapping, the canary losses) against what each step adds.
-        one_step = _auditor(model, max(PAPER_RUNS, n_models), run.runs_per_call, steps=1).score_fn
+        one_step = _one_step(run)
         try:
             seconds = _timed(run.score_many, True, seeds)
             one_step.score_many(False, [1, 2])
