@@ -1,4 +1,4 @@
-"""Activations and pooling of stacked networks, computed faster on the CPU with the same values.
+"""Activations and pooling of stacked networks, computed faster with the same values.
 
 torch 2.13's CPU ``tanh`` kernel is several times slower than its ``sigmoid``, and in a stacked
 MLP the hidden layer's ``tanh`` was a large share of a DP-SGD step. :class:`StackedTanh` computes
@@ -14,13 +14,16 @@ relative accuracy for inputs of magnitude below about 1e-6, whose tanh it return
 absolute error of 0. Stacking (:func:`rdpest.auditing.dpsgd.stacking.stack_model`)
 puts it in place of ``nn.Tanh``; on other devices it is ``torch.tanh``.
 
-Likewise torch's CPU ``avg_pool2d`` and its backward are slow on the many small maps of a
-stacked CNN. :class:`StackedAvgPool2d` computes a 2×2 average pooling of stride 2 over even-sized
-maps as ((x[2i, 2j] + x[2i, 2j+1]) + (x[2i+1, 2j] + x[2i+1, 2j+1]))·¼, two passes over strided
-views, and its backward, ¼ of the output gradient in each of the four positions of its window,
-as four strided copies: the same values up to the order of the sum's float rounding. Stacking
-puts it in place of such an ``nn.AvgPool2d``; other sizes and devices take ``avg_pool2d``.
-Models per second with both: ``python benchmarks/bench_auditing.py --throughput``.
+Likewise torch's ``avg_pool2d`` and its backward are slow on the many small maps of a stacked
+CNN, on the CPU and on a GPU (where the backward took a fifth of a stacked digits CNN's step).
+:class:`StackedAvgPool2d` computes a 2×2 average pooling of stride 2 over even-sized maps as
+((x[2i, 2j] + x[2i, 2j+1]) + (x[2i+1, 2j] + x[2i+1, 2j+1]))·¼, two passes over strided views,
+and its backward, ¼ of the output gradient in each of the four positions of its window, as four
+strided copies on the CPU and one copy of a broadcast view on a GPU: the same values up to the
+order of the sum's float rounding. Stacking puts it in place of such an ``nn.AvgPool2d``; other
+sizes and devices take ``avg_pool2d``.
+Models per second with both: ``python benchmarks/bench_auditing.py --throughput`` (the CPU) and
+``python benchmarks/bench_cuda.py`` (a GPU).
 """
 
 from __future__ import annotations
@@ -120,18 +123,29 @@ class _WindowMean(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        quarter = grad * 0.25
-        out = quarter.new_empty(ctx.input_shape)
-        for row in (0, 1):
-            for column in (0, 1):
-                out[..., row::2, column::2] = quarter
-        return out
+        return _spread_quarters(grad * 0.25, ctx.input_shape, strided=grad.device.type == "cpu")
+
+
+def _spread_quarters(quarter: torch.Tensor, shape, strided: bool) -> torch.Tensor:
+    """``quarter`` (.., H/2, W/2) copied into all four positions of each 2×2 window of a new
+    ``shape`` tensor: as four strided copies (``strided``, the faster on the CPU) or as one
+    copy of a broadcast view (one kernel, for GPUs)."""
+    if not strided:
+        h, w = shape[-2:]
+        spread = quarter.unsqueeze(-1).unsqueeze(-3)  # (.., H/2, 1, W/2, 1)
+        return spread.expand(*quarter.shape[:-2], h // 2, 2, w // 2, 2).reshape(shape)
+    out = quarter.new_empty(shape)
+    for row in (0, 1):
+        for column in (0, 1):
+            out[..., row::2, column::2] = quarter
+    return out
 
 
 class StackedAvgPool2d(nn.Module):
     """An ``nn.AvgPool2d`` with 2×2 windows, stride 2 and no padding
-    (:func:`is_two_by_two_average`), computed for stacked networks on the CPU as the module
-    docstring says; maps of odd size, other devices and non-float input take the pooling itself.
+    (:func:`is_two_by_two_average`), computed for stacked networks on the CPU and CUDA as the
+    module docstring says; maps of odd size, other devices and non-float input take the pooling
+    itself.
 
     Parameters
     ----------
@@ -154,7 +168,7 @@ class StackedAvgPool2d(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if (
-            x.device.type != "cpu"
+            x.device.type not in ("cpu", "cuda")
             or not x.is_floating_point()
             or x.ndim not in (3, 4)
             or x.shape[-1] % 2

@@ -161,9 +161,35 @@ def test_window_mean_is_avg_pool2d(shape):
         (theirs_grad,) = torch.autograd.grad(theirs, x, grad_out)
         torch.testing.assert_close(ours_grad, theirs_grad, rtol=0, atol=1e-14)
     assert torch.autograd.gradcheck(StackedAvgPool2d(nn.AvgPool2d(2)), (x[:2],))
+    # Both ways of spreading the backward's quarters (the CPU's strided copies, the GPU's one
+    # broadcast copy) put each value in exactly its window's four positions.
+    quarter = torch.randn(theirs.shape, dtype=torch.float64, generator=gen)
+    expected = torch.ops.aten.avg_pool2d_backward(
+        quarter * 4, x, (2, 2), (2, 2), (0, 0), False, True, None
+    )
+    for strided in (True, False):
+        spread = activations._spread_quarters(quarter, x.shape, strided=strided)
+        torch.testing.assert_close(spread, expected, rtol=0, atol=0)
     # A non-contiguous input (a transposed view) gives the same.
     t = x.detach().transpose(-1, -2).contiguous().transpose(-1, -2)
     torch.testing.assert_close(StackedAvgPool2d(nn.AvgPool2d(2))(t), pool(t), rtol=0, atol=1e-14)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_window_mean_on_cuda(monkeypatch):
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 6, 8, 8, generator=gen, dtype=torch.float64).cuda().requires_grad_()
+    pool = nn.AvgPool2d(2)
+    calls = []
+    apply = activations._WindowMean.apply
+    monkeypatch.setattr(activations._WindowMean, "apply", lambda t: calls.append(t) or apply(t))
+    ours = StackedAvgPool2d(pool)(x)
+    assert len(calls) == 1  # CUDA takes the window mean
+    torch.testing.assert_close(ours, pool(x), rtol=0, atol=1e-14)
+    grad_out = torch.randn(ours.shape, generator=gen, dtype=torch.float64).cuda()
+    (ours_grad,) = torch.autograd.grad(ours, x, grad_out)
+    (theirs_grad,) = torch.autograd.grad(pool(x), x, grad_out)
+    torch.testing.assert_close(ours_grad, theirs_grad, rtol=0, atol=1e-14)
 
 
 def test_odd_maps_and_other_input_take_the_pooling_itself(monkeypatch):
