@@ -5,7 +5,7 @@
    canary losses included) for logistic regression, the one-hidden-layer MLP and the digits CNN:
    8 models one at a time (plain Opacus), one stack of 16 (the CNN) or 64 up to 16384 copies,
    and one stack of ``stack_runs="auto"`` for a 500 + 500-run audit (the stack a default audit
-   gets). A larger stack is skipped when the last rate says it would take longer than
+   gets). A larger stack is skipped when the last stacked row's rate says it would take longer than
    ``--case-limit`` seconds, or once ``--time-limit`` has passed. Timed after a warm-up of the
    CUDA context and kernels; each row's models are timed again at one step, which splits the
    time into milliseconds per step and seconds per stack that do not depend on the steps.
@@ -102,8 +102,9 @@ def _save(result: dict) -> None:
 
 
 def throughput(result: dict, case_limit: float, deadline: float) -> None:
-    """Rows of models per second, stack sizes growing while the last rate says the next stack
-    takes at most ``case_limit`` seconds and the run is within ``deadline`` (perf_counter)."""
+    """Rows of models per second, stack sizes growing while the last stacked row's rate says the
+    next stack takes at most ``case_limit`` seconds and the run is within ``deadline``
+    (perf_counter)."""
     import torch
 
     cases = [(m, s, n) for m, stacks in STACKS.items() for s, n in stacks]
@@ -145,7 +146,9 @@ def throughput(result: dict, case_limit: float, deadline: float) -> None:
             "step_ms": 1e3 * per_step,
             "fixed_seconds_per_stack": seconds_one_step / stacks - per_step,
         }
-        if stack_runs != "auto":
+        if stack_runs not in ("auto", 1):
+            # Only a stack predicts a larger one: one-at-a-time rates (2 MLP models/s on an
+            # H200) would say a stack of 64 takes 30 s, where it took 0.4 s.
             rate[model] = row["models_per_second"]
         print(row, flush=True)
         result["throughput"].append(row)
@@ -214,7 +217,7 @@ def write_markdown(result: dict) -> None:
         "per stack: from the same stacks timed again at one step (what a stack costs whatever "
         "its steps: building it, Opacus's wrapping, the canary losses). `auto` is the stack a "
         "500 + 500-run audit gets by default. Stack sizes missing from a model's rows were "
-        "skipped because the last rate said they would take over 30 s.",
+        "skipped because the last stacked rate said they would take over 30 s.",
         "",
         "| model | stack_runs (models per stack) | models | seconds | models/s "
         "| ms per step | fixed s per stack |",
