@@ -5,8 +5,8 @@
    canary losses included) for logistic regression, the one-hidden-layer MLP and the digits CNN:
    8 models one at a time (plain Opacus), one stack of 16 (the CNN) or 64 up to 16384 copies,
    and one stack of ``stack_runs="auto"`` for a 500 + 500-run audit (the stack a default audit
-   gets). A larger stack is skipped when the last stacked row's rate says it would take longer than
-   ``--case-limit`` seconds, or once ``--time-limit`` has passed. Timed after a warm-up of the
+   gets). A larger stack is skipped when the last stacked row's rate says it would take longer
+   than ``--case-limit`` seconds, or once ``--time-limit`` has passed. Timed after a warm-up of the
    CUDA context and kernels; each row's models are timed again at one step, which splits the
    time into milliseconds per step and seconds per stack that do not depend on the steps.
 2. Protocol (``--protocol``): the paper's MNIST set-up (Kim, Varshney & Alabi 2026: 30,000
