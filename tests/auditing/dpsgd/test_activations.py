@@ -147,23 +147,33 @@ def test_stacking_reuses_the_gradient_only_before_a_layer_with_weights():
 POOL_SHAPES = [(5, 3, 8, 8), (7, 4, 4), (2, 16, 6, 2), (3, 1, 2, 10)]
 
 
+CUDA = pytest.param(
+    "cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+)
+
+
+@pytest.mark.parametrize("device", ["cpu", CUDA])
 @pytest.mark.parametrize("shape", POOL_SHAPES)
-def test_window_mean_is_avg_pool2d(shape):
+def test_window_mean_is_avg_pool2d(shape, device, monkeypatch):
+    calls = []
+    apply = activations._WindowMean.apply
+    monkeypatch.setattr(activations._WindowMean, "apply", lambda t: calls.append(t) or apply(t))
     gen = torch.Generator().manual_seed(2)
-    x = torch.randn(shape, dtype=torch.float64, generator=gen).requires_grad_()
+    x = torch.randn(shape, dtype=torch.float64, generator=gen).to(device).requires_grad_()
     for ceil_mode in (False, True):
         pool = nn.AvgPool2d(2, ceil_mode=ceil_mode)
         ours = StackedAvgPool2d(pool)(x)
         theirs = pool(x)
         torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-14)
-        grad_out = torch.randn(theirs.shape, dtype=torch.float64, generator=gen)
+        grad_out = torch.randn(theirs.shape, dtype=torch.float64, generator=gen).to(device)
         (ours_grad,) = torch.autograd.grad(ours, x, grad_out)
         (theirs_grad,) = torch.autograd.grad(theirs, x, grad_out)
         torch.testing.assert_close(ours_grad, theirs_grad, rtol=0, atol=1e-14)
+    assert len(calls) == 2  # the window mean, not the pooling, on both devices
     assert torch.autograd.gradcheck(StackedAvgPool2d(nn.AvgPool2d(2)), (x[:2],))
     # Both ways of spreading the backward's quarters (the CPU's strided copies, the GPU's one
     # broadcast copy) put each value in exactly its window's four positions.
-    quarter = torch.randn(theirs.shape, dtype=torch.float64, generator=gen)
+    quarter = torch.randn(theirs.shape, dtype=torch.float64, generator=gen).to(device)
     expected = torch.ops.aten.avg_pool2d_backward(
         quarter * 4, x, (2, 2), (2, 2), (0, 0), False, True, None
     )
@@ -173,23 +183,6 @@ def test_window_mean_is_avg_pool2d(shape):
     # A non-contiguous input (a transposed view) gives the same.
     t = x.detach().transpose(-1, -2).contiguous().transpose(-1, -2)
     torch.testing.assert_close(StackedAvgPool2d(nn.AvgPool2d(2))(t), pool(t), rtol=0, atol=1e-14)
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_window_mean_on_cuda(monkeypatch):
-    gen = torch.Generator().manual_seed(3)
-    x = torch.randn(4, 6, 8, 8, generator=gen, dtype=torch.float64).cuda().requires_grad_()
-    pool = nn.AvgPool2d(2)
-    calls = []
-    apply = activations._WindowMean.apply
-    monkeypatch.setattr(activations._WindowMean, "apply", lambda t: calls.append(t) or apply(t))
-    ours = StackedAvgPool2d(pool)(x)
-    assert len(calls) == 1  # CUDA takes the window mean
-    torch.testing.assert_close(ours, pool(x), rtol=0, atol=1e-14)
-    grad_out = torch.randn(ours.shape, generator=gen, dtype=torch.float64).cuda()
-    (ours_grad,) = torch.autograd.grad(ours, x, grad_out)
-    (theirs_grad,) = torch.autograd.grad(pool(x), x, grad_out)
-    torch.testing.assert_close(ours_grad, theirs_grad, rtol=0, atol=1e-14)
 
 
 def test_odd_maps_and_other_input_take_the_pooling_itself(monkeypatch):
