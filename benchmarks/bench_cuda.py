@@ -206,18 +206,25 @@ def _cell(row: dict, key: str, digits: int) -> str:
 
 
 def write_markdown(result: dict) -> None:
+    # Results written before the limits were recorded ran with the defaults' case limit.
+    case_limit = result.get("case_limit", 30.0)
+    time_limit = result.get("time_limit")
+    flags = "" if time_limit is None else f" --time-limit {time_limit:g}"
+    flags += f" --case-limit {case_limit:g}" if case_limit != 30.0 else ""
     lines = [
         f"# DP-SGD training on CUDA ({result['device']})",
         "",
         *([f"Code measured: {result['code']}", ""] if result.get("code") else []),
-        "Command: `python benchmarks/bench_cuda.py` (on a machine with a CUDA GPU). The audit's "
+        f"Command: `python benchmarks/bench_cuda.py{flags}` (on a machine with a CUDA GPU). "
+        "The audit's "
         "training, digits, 100 full-batch steps, sigma = 1: a stacked row times one stack of "
         "the with-canary arm, a stack_runs = 1 row 8 models one at a time (plain Opacus); "
         "canary losses included, one timing per row after a warm-up. ms per step and fixed s "
         "per stack: from the same stacks timed again at one step (what a stack costs whatever "
         "its steps: building it, Opacus's wrapping, the canary losses). `auto` is the stack a "
         "500 + 500-run audit gets by default. Stack sizes missing from a model's rows were "
-        "skipped because the last stacked rate said they would take over 30 s.",
+        f"skipped because the last stacked rate said they would take over {case_limit:g} s"
+        + ("." if time_limit is None else f", or because {time_limit:g} s had passed."),
         "",
         "| model | stack_runs (models per stack) | models | seconds | models/s "
         "| ms per step | fixed s per stack |",
@@ -271,6 +278,7 @@ def main(argv=None) -> int:
         args.throughput = args.protocol = True
     device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     result = {"device": device, "code": args.code, "throughput": [], "protocol": None}
+    result.update(case_limit=args.case_limit, time_limit=args.time_limit)
     if args.protocol:
         protocol(result, args.mnist)
     if args.throughput:
