@@ -84,11 +84,17 @@ def conv2d_patches(
 
 
 def conv2d_grad_norms(
-    conv: nn.Conv2d, activations: torch.Tensor, backprops: torch.Tensor
+    conv: nn.Conv2d,
+    activations: torch.Tensor,
+    backprops: torch.Tensor,
+    gram: bool | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor] | None:
     """Per-example norms of a convolution's weight and bias gradients, each (n,); the bias's
     are those of Σ_positions g whether or not ``conv`` has a bias. None where the gathered
     patches do not apply (see :func:`_fits`).
+
+    ``gram`` (default: off the CPU, where P² < o·kh·kw·c) takes the weight's norm from the
+    examples' (P, P) Gram matrices instead of their gradients (see :func:`_gram_norms`).
 
     Examples
     --------
@@ -110,11 +116,28 @@ def conv2d_grad_norms(
     per_example = g.shape[2] * math.prod(conv.kernel_size) * conv.in_channels
     budget = CHUNK_FLOATS if g.device.type == "cpu" else DEVICE_CHUNK_FLOATS
     chunk = max(1, budget // per_example)
+    positions = g.shape[2]
+    if gram is None:
+        gram = g.device.type != "cpu" and positions * positions < per_example // positions * o
     for start in range(0, n, chunk):
         rows = slice(start, start + chunk)
         patches = conv2d_patches(conv, activations[rows], backprops.shape[2:], g.dtype)
-        torch.linalg.vector_norm(torch.bmm(g[rows], patches), dim=(1, 2), out=weight[rows])
+        if gram:
+            _gram_norms(g[rows], patches, out=weight[rows])
+        else:
+            torch.linalg.vector_norm(torch.bmm(g[rows], patches), dim=(1, 2), out=weight[rows])
     return weight, torch.linalg.vector_norm(g.sum(dim=2), dim=1)
+
+
+def _gram_norms(g: torch.Tensor, patches: torch.Tensor, out: torch.Tensor) -> None:
+    """‖G·U‖_F per example, for output gradients G (n, o, P) and patches U (n, P, d), written
+    to ``out``: ‖G·U‖_F² = trace(Gᵀ·G·U·Uᵀ) = Σ_{p,q} (GᵀG)_{pq} (UUᵀ)_{pq}, the "ghost norm"
+    of Li et al. 2022 (which Opacus uses for linear layers on sequences), over two (P, P)
+    matrices per example instead of the (o, d) gradient: fewer floats written and read where
+    P² < o·d. Rounding can make a zero norm's square slightly negative; it is clamped at 0."""
+    gram_g = torch.bmm(g.transpose(1, 2), g)
+    gram_u = torch.bmm(patches, patches.transpose(1, 2))
+    torch.sqrt((gram_g * gram_u).sum(dim=(1, 2)).clamp_(min=0), out=out)
 
 
 def shared_images(layer, x: torch.Tensor) -> torch.Tensor | None:
@@ -126,7 +149,8 @@ def shared_images(layer, x: torch.Tensor) -> torch.Tensor | None:
 
 
 def shared_forward(layer, shared: torch.Tensor) -> torch.Tensor:
-    """The K copies on the shared data, as rows (K·n, o, h', w').
+    """The K copies on the shared data, as rows (K·n, o, h', w'), or grouped (n, K·o, h', w')
+    where ``layer.grouped_output``.
 
     On the CPU, the data's patches (gathered once) times all copies' kernels in one matrix
     product (with the bias: ``addmm``): torch's convolution ran a first layer of one input
@@ -153,6 +177,8 @@ def shared_forward(layer, shared: torch.Tensor) -> torch.Tensor:
             flat = kernels @ patches  # (K·o, n·P)
         else:
             flat = torch.addmm(layer.bias.reshape(-1, 1), kernels, patches)
+        if layer.grouped_output:  # (n, K·o, h', w'), as runs of P floats too
+            return flat.view(k, o, n, *size).permute(2, 0, 1, 3, 4).reshape(n, k * o, *size)
         out = flat.view(k, o, n, *size).transpose(1, 2)  # (K, n, o, h', w')
     else:
         weight = layer.weight.reshape(k * o, *layer.weight.shape[2:])
@@ -161,6 +187,8 @@ def shared_forward(layer, shared: torch.Tensor) -> torch.Tensor:
         )
         if layer.bias is not None:
             grouped = grouped + layer.bias.reshape(1, -1, 1, 1)
+        if layer.grouped_output:
+            return grouped
         out = grouped.view(n, k, o, *grouped.shape[2:]).transpose(0, 1)
     return out.reshape(k * n, o, *out.shape[3:])  # a copy, laid out as rows
 
@@ -188,15 +216,21 @@ def shared_gradients(
     layer, shared: torch.Tensor, backprops: torch.Tensor, batched: bool | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Every row's gradients of the first convolution, from its output gradients as rows
-    (K·n, o, h', w'): the weight's (K, n, o, kh·kw·c), kernel axes in the order (kh, kw, c), and
-    the bias's (K, n, o), whether or not the layer has a bias.
+    (K·n, o, h', w') or grouped (n, K·o, h', w') as ``layer.grouped_output`` says: the
+    weight's (K, n, o, kh·kw·c), kernel axes in the order (kh, kw, c), and the bias's (K, n, o),
+    whether or not the layer has a bias.
 
     A first layer sees few input channels, so these are small (o·kh·kw·c floats per row) and
     are kept for the clipped sums instead of another pass over the output gradients.
-    ``batched`` (default: off the CPU) forms them in one product rather than one per copy.
+    ``batched`` (default: off the CPU) forms them in one product rather than one per copy;
+    grouped output gradients take that product on every device, since they are laid out for it.
     """
     k, o, n = layer.copies, layer.out_channels, shared.shape[0]
     patches = _shared_patches(layer, shared, backprops.shape[2:], backprops.dtype)
+    if layer.grouped_output:  # example i's rows side by side: (n, K·o, P) as laid out
+        by_example = torch.bmm(backprops.reshape(n, k * o, -1), patches)
+        weight = by_example.view(n, k, o, -1).transpose(0, 1).contiguous()
+        return weight, backprops.reshape(n, k, o, -1).sum(dim=3).transpose(0, 1)
     g = backprops.reshape(k, n, o, -1)  # copy k's block of rows, as laid out
     if g.device.type != "cpu" if batched is None else batched:
         # One product for all copies, example by example: (K·o, P) output gradients of example
@@ -237,7 +271,8 @@ def stacked_conv_norm_sample(layer, activations: list[torch.Tensor], backprops: 
     a = activations[0]
     geometry = layer.geometry
     pairs = [(geometry.weight, layer.weight), (geometry.bias, layer.bias)]
-    shared = shared_images(layer, a)
+    shared = None if layer.grouped_input else shared_images(layer, a)
+    as_rows = _same_order
     if shared is not None:
         weight, bias = shared_gradients(layer, shared, backprops)
         if layer.keep_rows:
@@ -248,20 +283,50 @@ def stacked_conv_norm_sample(layer, activations: list[torch.Tensor], backprops: 
     else:
         if layer.keep_rows:
             layer.kept_rows = (a.to(backprops.dtype), backprops, False)
+        a, backprops, as_rows = _as_examples(layer, a, backprops)
         fast = conv2d_grad_norms(geometry, a, backprops)
     if fast is not None:
         return {
-            stacked: norm
+            stacked: as_rows(norm)
             for (_, stacked), norm in zip(pairs, fast, strict=True)
             if stacked is not None and stacked.requires_grad
         }
     for plain, stacked in pairs:
         if plain is not None:
             plain.requires_grad_(stacked.requires_grad)
-    samples = compute_conv_grad_sample(geometry, activations, backprops)
+    samples = compute_conv_grad_sample(geometry, [a], backprops)
     norms = {}
     for plain, stacked in pairs:
         if plain is not None and stacked.requires_grad and plain in samples:
             sample = samples[plain].flatten(1)
-            norms[stacked] = (sample * sample).sum(dim=1).sqrt()
+            norms[stacked] = as_rows((sample * sample).sum(dim=1).sqrt())
     return norms
+
+
+def _same_order(norms: torch.Tensor) -> torch.Tensor:
+    return norms
+
+
+def _as_examples(layer, a: torch.Tensor, backprops: torch.Tensor):
+    """A stacked convolution's input and output gradients as one batch of examples in the same
+    order, and the function that lays per-example values of that order out as rows.
+
+    Both as rows: returned as they are. Otherwise example-major, index i·K + k for example i of
+    copy k: grouped maps (n, K·c, h, w) are that batch as laid out (a view), rows are transposed
+    to it (a copy; only where one side is grouped and the other is not).
+    """
+    k = layer.copies
+    if not (layer.grouped_input or layer.grouped_output):
+        return a, backprops, _same_order
+
+    def examples(t: torch.Tensor, grouped: bool) -> torch.Tensor:
+        if grouped:
+            return t.reshape(t.shape[0] * k, -1, *t.shape[2:])
+        return t.reshape(k, -1, *t.shape[1:]).transpose(0, 1).reshape(-1, *t.shape[1:])
+
+    n = backprops.shape[0] if layer.grouped_output else backprops.shape[0] // k
+
+    def as_rows(values: torch.Tensor) -> torch.Tensor:
+        return values.view(n, k).t().reshape(-1)
+
+    return examples(a, layer.grouped_input), examples(backprops, layer.grouped_output), as_rows

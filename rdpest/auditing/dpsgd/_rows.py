@@ -1,10 +1,28 @@
-"""Row helpers of the stacked linear layer (:mod:`rdpest.auditing.dpsgd.stacking`): row norms by
-the kernel that is fast for the rows' layout, and two caches keyed on an unchanged input tensor
-(the first layer's input norms, and whether its K row blocks are the same data)."""
+"""Row helpers of the stacked layers (:mod:`rdpest.auditing.dpsgd.stacking`): their stacked
+parameters, row norms by the kernel that is fast for the rows' layout, and two caches keyed on an
+unchanged input tensor (the first layer's input norms, and whether its K row blocks are the same
+data)."""
 
 from __future__ import annotations
 
 import torch
+from torch import nn
+
+
+def _stack_parameters(stacked: nn.Module, layer: nn.Module) -> None:
+    """Give ``stacked`` ``stacked.copies`` copies of ``layer``'s weight and bias, stacked on a new
+    leading dimension. A frozen parameter stays frozen: Opacus then leaves it out of the norms,
+    the noise and the step, as in a single run."""
+
+    def copies(param: torch.Tensor) -> nn.Parameter:
+        repeated = param.detach().unsqueeze(0).repeat(stacked.copies, *([1] * param.ndim))
+        return nn.Parameter(repeated.clone(), requires_grad=param.requires_grad)
+
+    stacked.weight = copies(layer.weight)
+    if layer.bias is None:
+        stacked.register_parameter("bias", None)
+    else:
+        stacked.bias = copies(layer.bias)
 
 
 def _same_data(earlier: torch.Tensor, a: torch.Tensor, version: int) -> bool:

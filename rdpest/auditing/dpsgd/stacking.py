@@ -10,8 +10,10 @@ parameter-free layers that act on each example alone (elementwise activations, `
 ``nn.Unflatten``, 2-D pooling), such as all the built-in models (:func:`stackable`).
 :class:`StackedLinear` holds K copies of a linear layer as (K, out, in) and (K, out) parameters;
 :class:`StackedConv2d` holds K copies of a convolution and applies them as one grouped
-convolution. The training batch is the data repeated K times: row ``r = k·n + i`` is example
-``i`` as seen by copy ``k``, and its output depends on copy ``k``'s parameters alone.
+convolution; between convolutions the stack keeps their maps in that convolution's layout
+(:mod:`rdpest.auditing.dpsgd.stacked_conv`). The training batch is the data repeated K times:
+row ``r = k·n + i`` is example ``i`` as seen by copy ``k``, and its output depends on copy
+``k``'s parameters alone.
 
 Why each copy is exactly one DP-SGD run (Abadi et al. 2016) through Opacus's ``PrivacyEngine``:
 
@@ -67,13 +69,18 @@ from opacus.grad_sample.grad_sample_module_fast_gradient_clipping import (
 from opacus.grad_sample.utils import register_norm_sampler
 from torch import nn
 
-from rdpest.auditing.dpsgd import _conv
-from rdpest.auditing.dpsgd._rows import _input_row_norms, _row_norms, _shared_block
+from rdpest.auditing.dpsgd._rows import (
+    _input_row_norms,
+    _row_norms,
+    _shared_block,
+    _stack_parameters,
+)
 from rdpest.auditing.dpsgd.activations import (
     StackedAvgPool2d,
     StackedTanh,
     is_two_by_two_average,
 )
+from rdpest.auditing.dpsgd.stacked_conv import StackedConv2d, StackedFlatten, grouped_outputs
 
 __all__ = [
     "BYTES_PER_ACTIVATION",
@@ -84,6 +91,7 @@ __all__ = [
     "STACK_RAM_FRACTION",
     "TESTED_OPACUS",
     "StackedConv2d",
+    "StackedFlatten",
     "StackedGradSampleModule",
     "StackedLinear",
     "activation_floats",
@@ -137,22 +145,6 @@ STACK_CUDA_FRACTION = 0.5
 # of 8 and slower still in 32. "auto" stacks networks with convolutions at most this many on
 # the CPU (models per second: benchmarks/results/auditing/throughput.md).
 CPU_CONV_MAX_STACK = 4
-
-
-def _stack_parameters(stacked: nn.Module, layer: nn.Module) -> None:
-    """Give ``stacked`` ``stacked.copies`` copies of ``layer``'s weight and bias, stacked on a new
-    leading dimension. A frozen parameter stays frozen: Opacus then leaves it out of the norms,
-    the noise and the step, as in a single run."""
-
-    def copies(param: torch.Tensor) -> nn.Parameter:
-        repeated = param.detach().unsqueeze(0).repeat(stacked.copies, *([1] * param.ndim))
-        return nn.Parameter(repeated.clone(), requires_grad=param.requires_grad)
-
-    stacked.weight = copies(layer.weight)
-    if layer.bias is None:
-        stacked.register_parameter("bias", None)
-    else:
-        stacked.bias = copies(layer.bias)
 
 
 class StackedLinear(nn.Module):
@@ -302,125 +294,6 @@ def stack_noise_seed(seeds: Sequence[int]) -> int:
     entropy = [_STACK_NOISE_TAG, len(seeds), *(int(s) for s in seeds)]
     state = np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)
     return int(state[0] >> np.uint64(1))
-
-
-class StackedConv2d(nn.Module):
-    """K copies of a 2-D convolution applied to K row blocks: row ``k·n + i`` uses copy ``k``.
-
-    Exact construction: the K row blocks become K channel groups of one grouped convolution
-    (``groups = K · layer.groups``), whose group k sees only block k's channels and copy k's
-    weights; the output is laid back out as rows.
-
-    Parameters
-    ----------
-    layer : nn.Conv2d
-        The layer whose weights every copy starts from (``padding_mode="zeros"``).
-    copies : int
-        K.
-
-    Examples
-    --------
-    >>> layer = nn.Conv2d(2, 3, 3, padding=1)
-    >>> stacked = StackedConv2d(layer, 4)
-    >>> x = torch.randn(4 * 5, 2, 6, 6)
-    >>> bool(torch.allclose(stacked(x), layer(x), atol=1e-6))
-    True
-    """
-
-    def __init__(self, layer: nn.Conv2d, copies: int):
-        super().__init__()
-        if type(layer) is not nn.Conv2d or layer.padding_mode != "zeros":
-            raise ValueError(
-                f"StackedConv2d stacks nn.Conv2d layers with padding_mode='zeros', got {layer!r}"
-            )
-        self.copies = int(copies)
-        # The geometry of one copy: Opacus's per-example gradients of a convolution are computed
-        # from it (a plain nn.Conv2d kept outside the module tree, so it is never trained).
-        self._geometry = [copy.deepcopy(layer).requires_grad_(False).to("meta")]
-        self.in_channels, self.out_channels = layer.in_channels, layer.out_channels
-        # As for StackedLinear: set by rdpest.auditing.dpsgd.one_pass for one step; and for a
-        # stack's first layer, whose input is the data repeated once per copy, see _conv.
-        self.keep_rows = False
-        self.kept_rows: tuple[torch.Tensor, torch.Tensor, bool] | None = None
-        self.repeated_input = False
-        self.repeat_check: tuple[torch.Tensor, int, bool] | None = None
-        self.patch_cache: tuple | None = None  # see _conv._shared_patches
-        _stack_parameters(self, layer)
-
-    @property
-    def geometry(self) -> nn.Conv2d:
-        """A plain convolution with one copy's geometry (on the meta device: no data)."""
-        return self._geometry[0]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.ndim != 4 or x.shape[0] % self.copies or x.shape[1] != self.in_channels:
-            raise ValueError(
-                f"StackedConv2d expects rows (copies * n, {self.in_channels}, height, width), "
-                f"got shape {tuple(x.shape)}"
-            )
-        k = self.copies
-        n = x.shape[0] // k
-        g = self.geometry
-        shared = _conv.shared_images(self, x)
-        if shared is not None:
-            return _conv.shared_forward(self, shared)
-        out = nn.functional.conv2d(
-            self._grouped(x),
-            self.weight.reshape(k * self.out_channels, *self.weight.shape[2:]),
-            None if self.bias is None else self.bias.reshape(-1),
-            stride=g.stride,
-            padding=g.padding,
-            dilation=g.dilation,
-            groups=k * g.groups,
-        )
-        o = self.out_channels
-        return (
-            out.reshape(n, k, o, *out.shape[2:]).transpose(0, 1).reshape(k * n, o, *out.shape[2:])
-        )
-
-    def _grouped(self, rows: torch.Tensor) -> torch.Tensor:
-        """(K·n, c, h, w) rows as (n, K·c, h, w): copy k's rows become channel group k."""
-        k = self.copies
-        return (
-            rows.reshape(k, -1, *rows.shape[1:])
-            .transpose(0, 1)
-            .reshape(-1, k * rows.shape[1], *rows.shape[2:])
-        )
-
-    def clipped_sums(self, coeff: torch.Tensor) -> None:
-        """Set each copy's gradient to its sum of clipped per-row gradients, from the kept rows:
-        the weight gradient of the grouped convolution for the output gradients c_r·g_r (as
-        the second backward pass forms it, without the pass through the other layers), and
-        Σ_r c_r·Σ_positions g_r for the bias."""
-        a, g, shared = self.kept_rows
-        self.kept_rows = None
-        if shared:  # a, g: every row's weight and bias gradients (_conv.shared_gradients)
-            _conv.shared_clipped_sums(self, a, g, coeff)
-            return
-        scaled = g.mul_(coeff.to(g.dtype).reshape(-1, *([1] * (g.ndim - 1))))  # as StackedLinear
-        if self.weight.requires_grad:
-            geometry = self.geometry
-            grad = nn.grad.conv2d_weight(
-                self._grouped(a),
-                (self.copies * self.out_channels, *self.weight.shape[2:]),
-                self._grouped(scaled),
-                stride=geometry.stride,
-                padding=geometry.padding,
-                dilation=geometry.dilation,
-                groups=self.copies * geometry.groups,
-            )
-            self.weight.grad = grad.reshape(self.weight.shape).to(self.weight.dtype)
-        if self.bias is not None and self.bias.requires_grad:
-            per_copy = scaled.reshape(self.copies, -1, self.out_channels, *scaled.shape[2:])
-            self.bias.grad = per_copy.sum(dim=(1, 3, 4)).to(self.bias.dtype)
-
-    def extra_repr(self) -> str:
-        return f"copies={self.copies}, {self.geometry.extra_repr()}"
-
-
-# Its per-row norms for Opacus's ghost clipping (row r's gradient lies in its copy's slice and is
-# the per-example gradient of a plain convolution of the same geometry):
-register_norm_sampler(StackedConv2d)(_conv.stacked_conv_norm_sample)
 
 
 class StackedGradSampleModule(GradSampleModuleFastGradientClipping):
@@ -621,12 +494,25 @@ def _stacked_layer(module: nn.Module, copies: int, weights_after: bool) -> nn.Mo
     return copy.deepcopy(module)
 
 
-def stack_model(net: nn.Module, copies: int) -> nn.Sequential:
-    """A stacked copy of a :func:`stackable` ``net``: every copy starts from ``net``'s weights."""
+def stack_model(net: nn.Module, copies: int, grouped_maps: bool = True) -> nn.Sequential:
+    """A stacked copy of a :func:`stackable` ``net``: every copy starts from ``net``'s weights.
+
+    ``grouped_maps``: keep convolutions' maps in the grouped layout between convolutions where
+    the layers allow (:mod:`rdpest.auditing.dpsgd.stacked_conv`); False lays every layer's
+    output out as rows (the same numbers, more layout copies).
+    """
     if not any(stackable(net, ndim) for ndim in (2, 3, 4)):
         raise ValueError(f"this model cannot be stacked: {net!r}")
     weighted = [i for i, m in enumerate(net) if type(m) in (nn.Linear, nn.Conv2d)]
     layers = [_stacked_layer(m, copies, i < weighted[-1]) for i, m in enumerate(net)]
+    if grouped_maps:
+        grouped = False  # whether the maps reaching layer i are grouped
+        for i, kept in enumerate(grouped_outputs(net, ELEMENTWISE_ACTIVATIONS)):
+            if isinstance(layers[i], StackedConv2d):
+                layers[i].grouped_input, layers[i].grouped_output = grouped, kept
+                grouped = kept
+            elif grouped and type(layers[i]) is nn.Flatten:
+                layers[i], grouped = StackedFlatten(copies), False
     return nn.Sequential(*layers).to(next(net.parameters()).device)
 
 

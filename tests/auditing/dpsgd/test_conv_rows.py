@@ -35,20 +35,62 @@ def _per_example_norms(conv: nn.Conv2d, a: torch.Tensor, g: torch.Tensor):
     return torch.stack(weights), torch.stack(biases)
 
 
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
+DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("gram", [False, True])
 @pytest.mark.parametrize("geometry", GEOMETRIES)
-def test_norms_equal_per_example_autograd(geometry):
+def test_norms_equal_per_example_autograd(geometry, gram, device):
+    # Both forms of the weight's norm: the gradients' own, and the Gram matrices' (the default
+    # off the CPU), on the CPU and on CUDA.
     c, o, kernel, stride, padding, dilation, size = geometry
     torch.manual_seed(0)
     conv = nn.Conv2d(c, o, kernel, stride=stride, padding=padding, dilation=dilation).double()
     a = torch.randn(7, c, *size, dtype=torch.float64)
     g = torch.randn_like(conv(a))
-    weight, bias = conv2d_grad_norms(conv, a, g)
+    weight, bias = (t.cpu() for t in conv2d_grad_norms(conv, a.to(device), g.to(device), gram))
     expected_weight, expected_bias = _per_example_norms(conv, a, g)
     assert torch.allclose(weight, expected_weight, rtol=1e-10, atol=0)
     assert torch.allclose(bias, expected_bias, rtol=1e-10, atol=0)
     # The geometry alone is read: a copy on the meta device gives the same norms.
-    meta = conv2d_grad_norms(conv.to("meta"), a, g)
-    assert torch.equal(meta[0], weight) and torch.equal(meta[1], bias)
+    meta = conv2d_grad_norms(conv.to("meta"), a.to(device), g.to(device), gram)
+    assert torch.equal(meta[0].cpu(), weight) and torch.equal(meta[1].cpu(), bias)
+
+
+def test_the_gram_norms_are_the_default_off_the_cpu_where_they_are_smaller(monkeypatch):
+    calls = []
+    monkeypatch.setattr(_conv, "_gram_norms", lambda *args, **kwargs: calls.append(args))
+    a, g = torch.randn(2, 8, 4, 4), torch.randn(2, 16, 4, 4)  # P² = 256 < o·d = 16 · 72
+    conv2d_grad_norms(nn.Conv2d(8, 16, 3, padding=1), a, g)
+    assert not calls  # the CPU takes the gradients' norms
+    conv2d_grad_norms(nn.Conv2d(8, 16, 3, padding=1), a.to("meta"), g.to("meta"))
+    assert len(calls) == 1
+    wide = torch.randn(2, 1, 8, 8, device="meta"), torch.randn(2, 2, 8, 8, device="meta")
+    conv2d_grad_norms(nn.Conv2d(1, 2, 3, padding=1), *wide)  # P² = 4096 > o·d = 2 · 9
+    assert len(calls) == 1
+
+
+def test_the_gram_norm_of_a_zero_gradient_is_zero_not_nan():
+    # G·U = 0 (U's columns orthogonal to G's row), but in float32 the sum of the Gram products
+    # rounds to -1.5e-8 for these values (found by a seeded search): clamped before the root.
+    g = torch.tensor([[[-1.0297021865844727, -0.5007584095001221, 0.2733677327632904]]])
+    u = torch.tensor(
+        [
+            [
+                [-0.5086051225662231, -0.2278093844652176],
+                [0.48725980520248413, -0.09866682440042496],
+                [-1.0232090950012207, -1.0388354063034058],
+            ]
+        ]
+    )
+    out = torch.empty(1)
+    _conv._gram_norms(g, u, out=out)
+    assert out.item() == 0.0
+    # ... and a non-zero one is the gradient's norm.
+    _conv._gram_norms(g, u + 0.5, out=out)
+    assert out.item() == pytest.approx(float(torch.linalg.vector_norm(g @ (u + 0.5))), rel=1e-6)
 
 
 def test_norms_are_the_same_in_chunks(monkeypatch):
@@ -163,3 +205,83 @@ def test_row_blocks_that_differ_take_the_rows_path():
     # ... and an input that needs a gradient is never shared (the shared products send none).
     same = torch.randn(4, 1, 5, 5, dtype=torch.float64).repeat(2, 1, 1, 1).requires_grad_()
     assert _conv.shared_images(layer, same) is None
+
+
+def _to_grouped(rows: torch.Tensor, k: int) -> torch.Tensor:
+    """(K·n, c, h, w) rows as (n, K·c, h, w) grouped maps, written out independently of the
+    module's own helper: example i, copy k's channel j is row k·n + i's channel j."""
+    n = rows.shape[0] // k
+    out = rows.new_empty(n, k * rows.shape[1], *rows.shape[2:])
+    for copy in range(k):
+        out[:, copy * rows.shape[1] : (copy + 1) * rows.shape[1]] = rows[copy * n : (copy + 1) * n]
+    return out
+
+
+LAYOUTS = [
+    # (grouped input, grouped output, the input is the data repeated once per copy)
+    (False, True, True),  # a first layer on the shared data, its maps kept grouped
+    (False, True, False),
+    (True, True, False),  # between two convolutions
+    (True, False, False),
+]
+
+
+GROUPED_GEOMETRIES = [
+    (GEOMETRIES[0], 1),
+    (GEOMETRIES[1], 1),
+    (GEOMETRIES[4], 1),
+    ((4, 6, 3, 2, 1, 1, (5, 5)), 2),  # a grouped convolution
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("geometry, groups", GROUPED_GEOMETRIES)
+def test_grouped_maps_give_the_numbers_of_rows(geometry, groups, layout, device):
+    """A stacked convolution taking or giving grouped maps: the same output (laid out
+    grouped), per-row norms (laid out as rows) and clipped sums as the same layer on rows;
+    float64, so only summation order differs (1e-10 as above). The grouped convolution (groups
+    = 2) takes Opacus's per-sample gradients for its norms."""
+    grouped_input, grouped_output, shared = layout
+    c, o, kernel, stride, padding, dilation, size = geometry
+    torch.manual_seed(5)
+    k, n = 3, 4
+    plain = nn.Conv2d(c, o, kernel, stride, padding, dilation, groups=groups).double()
+    rows, other = StackedConv2d(plain, k).to(device), StackedConv2d(plain, k).to(device)
+    other.grouped_input, other.grouped_output, other.repeated_input = layout
+    steps = torch.arange(k, dtype=torch.float64, device=device)
+    with torch.no_grad():
+        for layer in (rows, other):  # the copies differ
+            layer.weight.add_(steps.reshape(k, 1, 1, 1, 1))
+            layer.bias.sub_(steps.reshape(k, 1))
+    if shared:
+        x = torch.randn(n, c, *size, dtype=torch.float64).repeat(k, 1, 1, 1)
+    else:
+        x = torch.randn(k * n, c, *size, dtype=torch.float64)
+    x = x.to(device)
+    g = torch.randn_like(rows(x))
+    coeff = torch.rand(k * n, dtype=torch.float64, device=device)
+    expected = _stacked_step(rows, x, g, coeff)
+    got = _stacked_step(
+        other,
+        _to_grouped(x, k) if grouped_input else x,
+        _to_grouped(g, k) if grouped_output else g,
+        coeff,
+    )
+    assert (other.patch_cache is not None) == (shared and groups == 1)  # the shared path ran
+    out = _to_grouped(expected[0], k) if grouped_output else expected[0]
+    assert got[0].shape == out.shape and torch.allclose(got[0], out, rtol=0, atol=1e-12)
+    for param in ("weight", "bias"):
+        assert torch.allclose(
+            got[1][getattr(other, param)], expected[1][getattr(rows, param)], rtol=1e-10, atol=0
+        )
+    assert torch.allclose(got[2], expected[2], rtol=1e-10, atol=1e-12)
+    assert torch.allclose(got[3], expected[3], rtol=1e-10, atol=1e-12)
+
+
+def test_a_grouped_layer_refuses_rows_and_names_the_layout():
+    layer = StackedConv2d(nn.Conv2d(2, 3, 3), 4)
+    layer.grouped_input = True
+    with pytest.raises(ValueError, match=r"grouped maps \(n, 4 copies \* 2"):
+        layer(torch.randn(8, 2, 5, 5))
+    assert layer(torch.randn(2, 8, 5, 5)).shape == (8, 3, 3, 3)  # output as rows
