@@ -12,7 +12,11 @@ unfold (a strided copy whose innermost run is a few floats) and the squaring too
 stacked CNN's step. Here the patches are gathered from the zero-padded input laid out
 channels-last, where each patch row is a run of kw·c contiguous floats, in the kernel-axis order
 (kh, kw, c): that permutes the gradient's entries and leaves its norm unchanged. ``G·U`` is one
-batched product over the examples, and its norm is taken without another copy.
+batched product over the examples, and its norm is taken without another copy. Off the CPU,
+where an example's P² floats are fewer than its gradient's o·kh·kw·c, the norm comes from two
+(P, P) Gram matrices instead (:func:`_gram_norms`). A layer whose maps are grouped
+(:mod:`rdpest.auditing.dpsgd.stacked_conv`) hands its maps over as examples in the order
+(example, copy), a view; its norms are laid back out as rows.
 
 Shared data. A stack's first convolution sees the data repeated once per copy (row ``k·n + i``
 is example i for copy k). Its patches are then the data's, the same at every full-batch step,
