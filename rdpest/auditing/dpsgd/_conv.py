@@ -47,6 +47,24 @@ CHUNK_FLOATS = 1 << 19
 DEVICE_CHUNK_FLOATS = 1 << 28
 
 
+def rows_to_grouped(rows: torch.Tensor, copies: int) -> torch.Tensor:
+    """A stack's (K·n, c, ...) rows as grouped maps (n, K·c, ...): copy k's rows become channel
+    group k (a copy)."""
+    return (
+        rows.reshape(copies, -1, *rows.shape[1:])
+        .transpose(0, 1)
+        .reshape(-1, copies * rows.shape[1], *rows.shape[2:])
+    )
+
+
+def grouped_to_rows(grouped: torch.Tensor, copies: int) -> torch.Tensor:
+    """Grouped maps (n, K·c, ...) as the stack's rows (K·n, c, ...), the inverse of
+    :func:`rows_to_grouped` (a copy)."""
+    n = grouped.shape[0]
+    per_copy = grouped.reshape(n, copies, -1, *grouped.shape[2:]).transpose(0, 1)
+    return per_copy.reshape(copies * n, -1, *grouped.shape[2:])
+
+
 def _fits(conv: nn.Conv2d) -> bool:
     """Whether the gathered patches apply: an ungrouped zero-padded convolution with numeric
     padding (grouped ones are left to Opacus's sampler)."""
@@ -117,12 +135,11 @@ def conv2d_grad_norms(
     weight = g.new_empty(n)
     # In chunks of examples whose patches take about CHUNK_FLOATS: a chunk's patches and
     # products stay in the CPU's cache, and no step allocates (and page-faults) them whole.
-    per_example = g.shape[2] * math.prod(conv.kernel_size) * conv.in_channels
+    positions, taps = g.shape[2], math.prod(conv.kernel_size) * conv.in_channels
     budget = CHUNK_FLOATS if g.device.type == "cpu" else DEVICE_CHUNK_FLOATS
-    chunk = max(1, budget // per_example)
-    positions = g.shape[2]
+    chunk = max(1, budget // (positions * taps))
     if gram is None:
-        gram = g.device.type != "cpu" and positions * positions < per_example // positions * o
+        gram = g.device.type != "cpu" and positions * positions < o * taps
     for start in range(0, n, chunk):
         rows = slice(start, start + chunk)
         patches = conv2d_patches(conv, activations[rows], backprops.shape[2:], g.dtype)
@@ -184,17 +201,14 @@ def shared_forward(layer, shared: torch.Tensor) -> torch.Tensor:
         if layer.grouped_output:  # (n, K·o, h', w'), as runs of P floats too
             return flat.view(k, o, n, *size).permute(2, 0, 1, 3, 4).reshape(n, k * o, *size)
         out = flat.view(k, o, n, *size).transpose(1, 2)  # (K, n, o, h', w')
-    else:
-        weight = layer.weight.reshape(k * o, *layer.weight.shape[2:])
-        grouped = nn.functional.conv2d(
-            shared, weight, stride=g.stride, padding=g.padding, dilation=g.dilation
-        )
-        if layer.bias is not None:
-            grouped = grouped + layer.bias.reshape(1, -1, 1, 1)
-        if layer.grouped_output:
-            return grouped
-        out = grouped.view(n, k, o, *grouped.shape[2:]).transpose(0, 1)
-    return out.reshape(k * n, o, *out.shape[3:])  # a copy, laid out as rows
+        return out.reshape(k * n, o, *size)  # a copy, laid out as rows
+    weight = layer.weight.reshape(k * o, *layer.weight.shape[2:])
+    grouped = nn.functional.conv2d(
+        shared, weight, stride=g.stride, padding=g.padding, dilation=g.dilation
+    )
+    if layer.bias is not None:
+        grouped = grouped + layer.bias.reshape(1, -1, 1, 1)
+    return grouped if layer.grouped_output else grouped_to_rows(grouped, k)
 
 
 def _shared_patches(
@@ -324,9 +338,8 @@ def _as_examples(layer, a: torch.Tensor, backprops: torch.Tensor):
         return a, backprops, _same_order
 
     def examples(t: torch.Tensor, grouped: bool) -> torch.Tensor:
-        if grouped:
-            return t.reshape(t.shape[0] * k, -1, *t.shape[2:])
-        return t.reshape(k, -1, *t.shape[1:]).transpose(0, 1).reshape(-1, *t.shape[1:])
+        grouped_maps = t if grouped else rows_to_grouped(t, k)
+        return grouped_maps.reshape(grouped_maps.shape[0] * k, -1, *t.shape[2:])
 
     n = backprops.shape[0] if layer.grouped_output else backprops.shape[0] // k
 

@@ -88,8 +88,7 @@ class StackedFlatten(nn.Module):
                 f"StackedFlatten expects grouped maps (n, copies * channels, ...) with "
                 f"{self.copies} copies, got shape {tuple(x.shape)}"
             )
-        n = x.shape[0]
-        return x.reshape(n, self.copies, -1).transpose(0, 1).reshape(self.copies * n, -1)
+        return _conv.grouped_to_rows(x, self.copies).reshape(self.copies * x.shape[0], -1)
 
     def extra_repr(self) -> str:
         return f"copies={self.copies}"
@@ -168,7 +167,7 @@ class StackedConv2d(nn.Module):
             shared = _conv.shared_images(self, x)
             if shared is not None:
                 return _conv.shared_forward(self, shared)
-            grouped = self._grouped(x)
+            grouped = _conv.rows_to_grouped(x, k)
         g = self.geometry
         out = nn.functional.conv2d(
             grouped,
@@ -179,22 +178,7 @@ class StackedConv2d(nn.Module):
             dilation=g.dilation,
             groups=k * g.groups,
         )
-        return out if self.grouped_output else self._rows(out)
-
-    def _grouped(self, rows: torch.Tensor) -> torch.Tensor:
-        """(K·n, c, h, w) rows as (n, K·c, h, w): copy k's rows become channel group k."""
-        k = self.copies
-        return (
-            rows.reshape(k, -1, *rows.shape[1:])
-            .transpose(0, 1)
-            .reshape(-1, k * rows.shape[1], *rows.shape[2:])
-        )
-
-    def _rows(self, grouped: torch.Tensor) -> torch.Tensor:
-        """(n, K·o, h, w) grouped maps as (K·n, o, h, w) rows (the inverse of :meth:`_grouped`)."""
-        k, n = self.copies, grouped.shape[0]
-        per_copy = grouped.reshape(n, k, -1, *grouped.shape[2:]).transpose(0, 1)
-        return per_copy.reshape(k * n, -1, *grouped.shape[2:])
+        return out if self.grouped_output else _conv.grouped_to_rows(out, k)
 
     def clipped_sums(self, coeff: torch.Tensor) -> None:
         """Set each copy's gradient to its sum of clipped per-row gradients, from the kept
@@ -218,11 +202,11 @@ class StackedConv2d(nn.Module):
         else:
             scaled = g.mul_(coeff.reshape(-1, *([1] * (g.ndim - 1))))
             per_copy = scaled.reshape(k, -1, o, *scaled.shape[2:])
-            scaled, bias_dims = self._grouped(scaled), (1, 3, 4)
+            scaled, bias_dims = _conv.rows_to_grouped(scaled, k), (1, 3, 4)
         if self.weight.requires_grad:
             geometry = self.geometry
             grad = nn.grad.conv2d_weight(
-                a if self.grouped_input else self._grouped(a),
+                a if self.grouped_input else _conv.rows_to_grouped(a, k),
                 (k * o, *self.weight.shape[2:]),
                 scaled,
                 stride=geometry.stride,
