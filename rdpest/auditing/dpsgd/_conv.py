@@ -45,6 +45,17 @@ CHUNK_FLOATS = 1 << 19
 # few kernel launches, and CPU-sized chunks made a stacked CNN's step on a GPU wait on hundreds
 # of them.
 DEVICE_CHUNK_FLOATS = 1 << 28
+# The Gram-form norm's sum Σ (GᵀG)∘(UUᵀ) rounds with an error of a few ulps of Σ |GᵀG|∘|UUᵀ|,
+# at most ‖GᵀG‖_F·‖UUᵀ‖_F (Cauchy–Schwarz): where the squared norm is below this fraction of that
+# bound (gradients that nearly cancel over positions), the example's norm is recomputed from its
+# gradient, so a cancellation costs at most about 1/GRAM_CANCELLATION ulps of relative error.
+GRAM_CANCELLATION = 1e-2
+
+
+def _on_host(t: torch.Tensor) -> bool:
+    """Whether ``t`` lives on the CPU, which takes the CPU's forms of the products here (the other
+    devices' forms are exercised on the CPU in tests by replacing this predicate)."""
+    return t.device.type == "cpu"
 
 
 def rows_to_grouped(rows: torch.Tensor, copies: int) -> torch.Tensor:
@@ -136,10 +147,14 @@ def conv2d_grad_norms(
     # In chunks of examples whose patches take about CHUNK_FLOATS: a chunk's patches and
     # products stay in the CPU's cache, and no step allocates (and page-faults) them whole.
     positions, taps = g.shape[2], math.prod(conv.kernel_size) * conv.in_channels
-    budget = CHUNK_FLOATS if g.device.type == "cpu" else DEVICE_CHUNK_FLOATS
-    chunk = max(1, budget // (positions * taps))
+    host = _on_host(g)
     if gram is None:
-        gram = g.device.type != "cpu" and positions * positions < o * taps
+        gram = not host and positions * positions < o * taps
+    if host:
+        chunk = max(1, CHUNK_FLOATS // (positions * taps))
+    else:  # every per-example buffer counts: the patches, and three (P, P) or one (o, d) product
+        products = 3 * positions * positions if gram else o * taps
+        chunk = max(1, DEVICE_CHUNK_FLOATS // (positions * taps + products))
     for start in range(0, n, chunk):
         rows = slice(start, start + chunk)
         patches = conv2d_patches(conv, activations[rows], backprops.shape[2:], g.dtype)
@@ -155,10 +170,16 @@ def _gram_norms(g: torch.Tensor, patches: torch.Tensor, out: torch.Tensor) -> No
     to ``out``: ‖G·U‖_F² = trace(Gᵀ·G·U·Uᵀ) = Σ_{p,q} (GᵀG)_{pq} (UUᵀ)_{pq}, the "ghost norm"
     of Li et al. 2022 (which Opacus uses for linear layers on sequences), over two (P, P)
     matrices per example instead of the (o, d) gradient: fewer floats written and read where
-    P² < o·d. Rounding can make a zero norm's square slightly negative; it is clamped at 0."""
+    P² < o·d. The sum squares the products' conditioning: an example whose square is below
+    GRAM_CANCELLATION of its rounding scale takes the explicit product instead."""
     gram_g = torch.bmm(g.transpose(1, 2), g)
     gram_u = torch.bmm(patches, patches.transpose(1, 2))
-    torch.sqrt((gram_g * gram_u).sum(dim=(1, 2)).clamp_(min=0), out=out)
+    squares = (gram_g * gram_u).sum(dim=(1, 2))
+    scale = torch.linalg.matrix_norm(gram_g) * torch.linalg.matrix_norm(gram_u)
+    torch.sqrt(squares.clamp(min=0), out=out)
+    unsure = torch.nonzero(squares < GRAM_CANCELLATION * scale).squeeze(1)
+    if len(unsure):
+        out[unsure] = torch.linalg.vector_norm(torch.bmm(g[unsure], patches[unsure]), dim=(1, 2))
 
 
 def shared_images(layer, x: torch.Tensor) -> torch.Tensor | None:
@@ -181,7 +202,7 @@ def shared_forward(layer, shared: torch.Tensor) -> torch.Tensor:
     """
     g = layer.geometry
     k, o, n = layer.copies, layer.out_channels, shared.shape[0]
-    if shared.device.type == "cpu":
+    if _on_host(shared):
         h, w = shared.shape[2:]
         (kh, kw), (sh, sw) = g.kernel_size, g.stride
         (dh, dw), (ph, pw) = g.dilation, g.padding
@@ -250,7 +271,7 @@ def shared_gradients(
         weight = by_example.view(n, k, o, -1).transpose(0, 1).contiguous()
         return weight, backprops.reshape(n, k, o, -1).sum(dim=3).transpose(0, 1)
     g = backprops.reshape(k, n, o, -1)  # copy k's block of rows, as laid out
-    if g.device.type != "cpu" if batched is None else batched:
+    if not _on_host(g) if batched is None else batched:
         # One product for all copies, example by example: (K·o, P) output gradients of example
         # i's rows times its patches; a loop over the copies waited on K launches per step.
         by_example = torch.bmm(g.transpose(0, 1).reshape(n, k * o, -1), patches)

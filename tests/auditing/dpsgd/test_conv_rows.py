@@ -74,7 +74,8 @@ def test_the_gram_norms_are_the_default_off_the_cpu_where_they_are_smaller(monke
 
 def test_the_gram_norm_of_a_zero_gradient_is_zero_not_nan():
     # G·U = 0 (U's columns orthogonal to G's row), but in float32 the sum of the Gram products
-    # rounds to -1.5e-8 for these values (found by a seeded search): clamped before the root.
+    # rounds to -1.5e-8 for these values (found by a seeded search): that is a cancellation, so
+    # the norm comes from the explicit product, whose rounding leaves a few ulps at most.
     g = torch.tensor([[[-1.0297021865844727, -0.5007584095001221, 0.2733677327632904]]])
     u = torch.tensor(
         [
@@ -87,10 +88,46 @@ def test_the_gram_norm_of_a_zero_gradient_is_zero_not_nan():
     )
     out = torch.empty(1)
     _conv._gram_norms(g, u, out=out)
-    assert out.item() == 0.0
+    assert 0.0 <= out.item() < 1e-6  # the Gram sum's square root would be NaN unclamped
     # ... and a non-zero one is the gradient's norm.
     _conv._gram_norms(g, u + 0.5, out=out)
     assert out.item() == pytest.approx(float(torch.linalg.vector_norm(g @ (u + 0.5))), rel=1e-6)
+
+
+def _ghost_norms_unguarded(g, patches):
+    """The Gram-form norms without the cancellation guard: the formula alone."""
+    gram_g = torch.bmm(g.transpose(1, 2), g)
+    gram_u = torch.bmm(patches, patches.transpose(1, 2))
+    return (gram_g * gram_u).sum(dim=(1, 2)).clamp(min=0).sqrt()
+
+
+def test_the_gram_norms_keep_float32_precision_where_the_gradient_cancels():
+    # Near-constant input maps (saturated activations, a flat canary) and output gradients with
+    # zero mean over positions: ‖G·U‖ is about 1e-3 of ‖G‖·‖U‖, and the Gram sum, which squares
+    # the product's conditioning, loses about 6 of float32's 7 digits. The guard recomputes such
+    # examples from the explicit product; its error is then a few float32 ulps relative (the
+    # tolerance, 1e-5, is about 100 ulps of 1.2e-7).
+    torch.manual_seed(0)
+    conv = nn.Conv2d(64, 64, 1)
+    a = torch.ones(32, 64, 4, 4) + 1e-3 * torch.randn(32, 64, 4, 4)
+    g = torch.randn(32, 64, 4, 4)
+    g = g - g.mean(dim=(2, 3), keepdim=True)
+    reference = conv2d_grad_norms(conv, a.double(), g.double(), gram=False)[0]
+    patches = _conv.conv2d_patches(conv, a, g.shape[2:], torch.float32)
+    unguarded = _ghost_norms_unguarded(g.reshape(32, 64, -1), patches)
+    assert ((unguarded.double() - reference) / reference).abs().max() > 1e-3  # the failure
+    guarded = conv2d_grad_norms(conv, a, g, gram=True)[0]
+    assert ((guarded.double() - reference) / reference).abs().max() < 1e-5
+    # On data without cancellation (random maps, or the digits CNN's layers) no example is
+    # recomputed: the square is about its rounding scale there, far above the 1e-2 cut.
+    a, g = torch.randn(32, 64, 4, 4), torch.randn(32, 64, 4, 4)
+    patches = _conv.conv2d_patches(nn.Conv2d(64, 64, 3, padding=1), a, (4, 4), torch.float32)
+    g = g.reshape(32, 64, -1)
+    gram_g, gram_u = g.transpose(1, 2) @ g, patches @ patches.transpose(1, 2)
+    ratio = (gram_g * gram_u).sum(dim=(1, 2)) / (
+        torch.linalg.matrix_norm(gram_g) * torch.linalg.matrix_norm(gram_u)
+    )
+    assert ratio.min() > 10 * _conv.GRAM_CANCELLATION
 
 
 def test_norms_are_the_same_in_chunks(monkeypatch):
