@@ -36,12 +36,41 @@ from torch import nn
 from rdpest.auditing.dpsgd import _conv
 from rdpest.auditing.dpsgd._rows import _stack_parameters
 
-__all__ = ["StackedConv2d", "StackedFlatten", "grouped_outputs"]
+__all__ = ["StackedConv2d", "StackedFlatten", "grouped_outputs", "numeric_padding"]
 
 # Parameter-free layers that act on each channel map of an example alone, so that they compute
 # the same numbers on grouped maps as on rows (the elementwise activations, beside these, are
 # given by the caller).
 _PER_CHANNEL = (nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveMaxPool2d, nn.AdaptiveAvgPool2d)
+
+
+def numeric_padding(conv: nn.Conv2d) -> tuple[int, int] | None:
+    """A convolution's zero padding per side, as numbers: ``padding="valid"`` is none, and
+    ``padding="same"`` is dilation·(kernel − 1)/2 on each side of each axis; None where "same"
+    pads one side more than the other (an even kernel at odd dilation).
+
+    Examples
+    --------
+    >>> numeric_padding(nn.Conv2d(1, 2, (3, 5), padding="same"))
+    (1, 2)
+    >>> numeric_padding(nn.Conv2d(1, 2, 3, padding="valid")), numeric_padding(nn.Conv2d(1, 2, 3))
+    ((0, 0), (0, 0))
+    >>> numeric_padding(nn.Conv2d(1, 2, 4, padding="same")) is None
+    True
+    """
+    if not isinstance(conv.padding, str):
+        return tuple(int(p) for p in conv.padding)
+    if conv.padding == "valid":
+        return (0, 0)
+    totals = [d * (k - 1) for d, k in zip(conv.dilation, conv.kernel_size, strict=True)]
+    if any(total % 2 for total in totals):
+        return None
+    return tuple(total // 2 for total in totals)
+
+
+def _trains(module: nn.Module) -> bool:
+    """Whether any of ``module``'s parameters is trained (Opacus captures only such layers)."""
+    return any(p.requires_grad for p in module.parameters())
 
 
 def grouped_outputs(net: nn.Sequential, elementwise: tuple) -> list[bool]:
@@ -125,10 +154,17 @@ class StackedConv2d(nn.Module):
             raise ValueError(
                 f"StackedConv2d stacks nn.Conv2d layers with padding_mode='zeros', got {layer!r}"
             )
+        padding = numeric_padding(layer)
+        if padding is None:
+            raise ValueError(
+                f"StackedConv2d needs the same zero padding on both sides of each axis; "
+                f"padding='same' pads one side more for {layer!r}"
+            )
         self.copies = int(copies)
         # The geometry of one copy: Opacus's per-example gradients of a convolution are computed
         # from it (a plain nn.Conv2d kept outside the module tree, so it is never trained).
         self._geometry = [copy.deepcopy(layer).requires_grad_(False).to("meta")]
+        self._geometry[0].padding = padding  # string padding as numbers, which every product takes
         self.in_channels, self.out_channels = layer.in_channels, layer.out_channels
         self.grouped_input = False
         self.grouped_output = False
@@ -156,8 +192,12 @@ class StackedConv2d(nn.Module):
                 )
             grouped = x
             # The loss's batch, which Opacus rescales a mean-reduced loss's output gradients by
-            # (it would take n, this input's first dimension).
-            self.max_batch_len = k * x.shape[0]
+            # (it would take n, this input's first dimension): set where Opacus captures this
+            # input, as the largest of the captured batches (its own rule; it deletes the value
+            # after the backward pass), so that a forward pass under no_grad or in eval mode
+            # between a training forward and its backward leaves it alone.
+            if self.training and torch.is_grad_enabled() and _trains(self):
+                self.max_batch_len = max(getattr(self, "max_batch_len", 0), k * x.shape[0])
         else:
             if x.ndim != 4 or x.shape[0] % k or x.shape[1] != c:
                 raise ValueError(

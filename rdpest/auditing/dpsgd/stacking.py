@@ -80,7 +80,12 @@ from rdpest.auditing.dpsgd.activations import (
     StackedTanh,
     is_two_by_two_average,
 )
-from rdpest.auditing.dpsgd.stacked_conv import StackedConv2d, StackedFlatten, grouped_outputs
+from rdpest.auditing.dpsgd.stacked_conv import (
+    StackedConv2d,
+    StackedFlatten,
+    grouped_outputs,
+    numeric_padding,
+)
 
 __all__ = [
     "BYTES_PER_ACTIVATION",
@@ -335,7 +340,8 @@ def stackable(net: nn.Module, input_ndim: int = 2) -> bool:
     """Whether ``net`` can be trained stacked: see the module docstring.
 
     An ``nn.Sequential`` (its own ``forward``) of ``nn.Linear`` layers (on 2-D rows),
-    ``nn.Conv2d`` layers (zero padding, on 4-D image rows) and parameter-free layers that act on
+    ``nn.Conv2d`` layers (zero padding, the same on both sides: not a ``padding="same"`` that
+    pads one side more; on 4-D image rows) and parameter-free layers that act on
     each example alone: :data:`ELEMENTWISE_ACTIVATIONS` (not in place), ``nn.Flatten()``,
     ``nn.Unflatten(1, ...)`` and 2-D max or average pooling; with no module or parameter used
     twice, and each layer given inputs of the number of dimensions it handles, starting from
@@ -365,7 +371,9 @@ def stackable(net: nn.Module, input_ndim: int = 2) -> bool:
         if type(module) is nn.Linear:
             ok = ndim == 2
         elif type(module) is nn.Conv2d:
-            ok = ndim == 4 and module.padding_mode == "zeros"
+            ok = (
+                ndim == 4 and module.padding_mode == "zeros" and numeric_padding(module) is not None
+            )
         else:
             ndim = _row_wise_ndim(module, ndim)
             ok = ndim is not None

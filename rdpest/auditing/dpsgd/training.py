@@ -497,8 +497,9 @@ noise_scale_bug
     if not stackable(net, X_t.ndim):
         raise ValueError(
             "this model cannot be trained stacked: train_dp_sgd_many needs an nn.Sequential of "
-            "nn.Linear layers (on flat rows), nn.Conv2d layers (zero padding, on images), "
-            "elementwise activations (not in place), nn.Flatten, nn.Unflatten and 2-D pooling "
+            "nn.Linear layers (on flat rows), nn.Conv2d layers (zero padding, equal on both "
+            "sides, on images), elementwise activations (not in place), nn.Flatten, "
+            "nn.Unflatten and 2-D pooling "
             "(see rdpest.auditing.dpsgd.stacking.stackable); train it with train_dp_sgd"
         )
     if not opacus_supports_stacking():

@@ -13,13 +13,20 @@ import torch.nn.functional as F
 from opacus.grad_sample import GradSampleModuleFastGradientClipping
 from torch import nn
 
-from rdpest.auditing.dpsgd import training
+from rdpest.auditing.dpsgd import _conv, training
 from rdpest.auditing.dpsgd.models import make_model
-from rdpest.auditing.dpsgd.stacked_conv import StackedConv2d, StackedFlatten, grouped_outputs
+from rdpest.auditing.dpsgd.stacked_conv import (
+    StackedConv2d,
+    StackedFlatten,
+    grouped_outputs,
+    numeric_padding,
+)
 from rdpest.auditing.dpsgd.stacking import (
     ELEMENTWISE_ACTIVATIONS,
+    auto_stack_size,
     opacus_supports_stacking,
     stack_model,
+    stackable,
     unstack_model,
 )
 from rdpest.auditing.dpsgd.training import train_dp_sgd, train_dp_sgd_many
@@ -127,11 +134,14 @@ def test_training_with_rows_throughout_gives_the_single_runs_too(digits_slice, m
 
 
 @pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # the data needs no gradient
+@pytest.mark.parametrize("between", [None, "no_grad", "eval"])
 @pytest.mark.parametrize("reduction", ["sum", "mean"])
-def test_opacus_sees_the_same_per_row_norms_in_either_layout(reduction):
+def test_opacus_sees_the_same_per_row_norms_in_either_layout(reduction, between):
     """Opacus's ghost-clipping module computes each row's gradient norm; a grouped layer's
     input has n examples in its first dimension, not K·n, so for a mean-reduced loss it must
-    tell Opacus the batch (K·n) that the output gradients are rescaled by."""
+    tell Opacus the batch (K·n) that the output gradients are rescaled by, and a forward pass
+    that Opacus does not capture (under no_grad, in eval mode; here of one row per copy) between
+    the training forward and its backward must not change it."""
     torch.manual_seed(2)
     net = make_model("cnn", 64, 10).double()
     k, n = 3, 6
@@ -150,7 +160,107 @@ def test_opacus_sees_the_same_per_row_norms_in_either_layout(reduction):
         module = GradSampleModuleFastGradientClipping(
             stacked, loss_reduction=reduction, max_grad_norm=1.0, use_ghost_clipping=True
         )
-        F.cross_entropy(module(x), target, reduction=reduction).backward()
+        loss = F.cross_entropy(module(x), target, reduction=reduction)
+        if between == "no_grad":
+            with torch.no_grad():
+                module(x[::n])
+        elif between == "eval":
+            module.eval()
+            module(x[::n])
+            module.train()
+        loss.backward()
         norms[grouped_maps] = module.get_norm_sample()
     assert norms[True].shape == (k * n,)
     assert torch.allclose(norms[True], norms[False], rtol=1e-10, atol=0)
+
+
+@NEEDS_STACKING
+@pytest.mark.parametrize("name", ["cnn", "user"])
+def test_the_other_devices_forms_train_the_single_runs_too(digits_slice, monkeypatch, name):
+    # Off the CPU the stack takes other forms of the same products: the first convolution as one
+    # convolution with K·o channels, its per-row gradients in one batched product, Gram-form
+    # norms where they are smaller, memory-sized chunks. They run on the CPU here when the
+    # device predicate says otherwise, so CI checks them against single Opacus runs too.
+    X, y = digits_slice
+    X, y = X[:40], y[:40]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = make_model("cnn", 64, 10) if name == "cnn" else _strided_cnn()
+    kwargs = {"noise_multiplier": 0.0, "max_grad_norm": 0.05, "steps": 6, "learning_rate": 5.0}
+    single = train_dp_sgd(model, X, y, seed=1, **kwargs)
+    taken = []
+    monkeypatch.setattr(_conv, "_on_host", lambda t: taken.append(t.device.type) is not None)
+    gram_calls = []
+    gram = _conv._gram_norms
+    monkeypatch.setattr(_conv, "_gram_norms", lambda *a, **k: gram_calls.append(1) or gram(*a, **k))
+    for stacked in train_dp_sgd_many(model, X, y, seeds=[1, 2, 3], **kwargs):
+        assert torch.allclose(flat_parameters(stacked), flat_parameters(single), atol=1e-5, rtol=0)
+    assert taken and set(taken) == {"cpu"}  # the device forms ran, on the CPU
+    # the digits CNN's second convolution has P² = 256 < o·kh·kw·c = 16·72: Gram norms
+    assert bool(gram_calls) == (name == "cnn")
+    assert (flat_parameters(single) - flat_parameters(model)).abs().max() > 1e-3
+
+
+def _strided_cnn():
+    # stride, dilation and no bias on the first (shared-data) convolution; a 1x1 convolution;
+    # string paddings, which the stack takes as numbers
+    return nn.Sequential(
+        nn.Unflatten(1, (1, 8, 8)),
+        nn.Conv2d(1, 4, 3, stride=2, padding=1, bias=False),
+        nn.ReLU(),
+        nn.Conv2d(4, 6, 3, padding="same", dilation=1),
+        nn.MaxPool2d(2),
+        nn.Conv2d(6, 2, 1, padding="valid"),
+        nn.Flatten(),
+        nn.Linear(8, 10),
+    )
+
+
+@NEEDS_STACKING
+def test_string_paddings_stack_and_train_the_single_runs(digits_slice):
+    X, y = digits_slice
+    X, y = X[:40], y[:40]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        model = nn.Sequential(
+            nn.Unflatten(1, (1, 8, 8)),
+            nn.Conv2d(1, 4, 3, padding="same"),
+            nn.Tanh(),
+            nn.Conv2d(4, 4, (3, 5), padding="same", dilation=(2, 1)),
+            nn.Tanh(),
+            nn.Conv2d(4, 2, 3, padding="valid"),
+            nn.Flatten(),
+            nn.Linear(72, 10),
+        )
+    assert stackable(model)
+    assert [numeric_padding(m) for m in model if isinstance(m, nn.Conv2d)] == [
+        (1, 1),
+        (2, 2),
+        (0, 0),
+    ]
+    kwargs = {"noise_multiplier": 0.0, "max_grad_norm": 0.05, "steps": 6, "learning_rate": 5.0}
+    single = train_dp_sgd(model, X, y, seed=1, **kwargs)
+    for stacked in train_dp_sgd_many(model, X, y, seeds=[1, 2], **kwargs):
+        assert torch.allclose(flat_parameters(stacked), flat_parameters(single), atol=1e-5, rtol=0)
+    assert (flat_parameters(single) - flat_parameters(model)).abs().max() > 1e-3
+
+
+def test_a_same_padding_that_pads_one_side_more_is_not_stacked():
+    # An even kernel: torch pads the right and bottom one more than the left and top, which a
+    # stacked convolution's symmetric padding cannot express, so the model trains unstacked.
+    uneven = nn.Sequential(
+        nn.Unflatten(1, (1, 8, 8)), nn.Conv2d(1, 2, 4, padding="same"), nn.Flatten()
+    )
+    assert numeric_padding(uneven[1]) is None
+    assert not stackable(uneven)
+    with pytest.raises(ValueError, match="one side more"):
+        StackedConv2d(uneven[1], 2)
+    with pytest.raises(ValueError, match="cannot be trained stacked"):
+        train_dp_sgd_many(
+            uneven,
+            torch.zeros(4, 64),
+            torch.zeros(4, dtype=torch.long),
+            seeds=[1],
+            noise_multiplier=1.0,
+        )
+    assert auto_stack_size(uneven, 100, (64,)) == 1  # what "auto" stacks: one run at a time
