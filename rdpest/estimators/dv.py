@@ -193,8 +193,9 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     Attributes
     ----------
     divergence_ : float
-        Point estimate of D_α (the larger direction for ``direction="max"``); not clamped at
-        0, so it can be negative, even below ``lower_bound_``, where the critic finds little.
+        Point estimate of D_α (the larger direction for ``direction="max"``): the median of
+        ``repeat_points`` (diagnostics, which keep it raw), raised to the direction's bound where
+        below it, so never further from D_α where the bound holds (then D_α ≥ the bound).
     lower_bound_ : float
         One-sided (1 − beta) lower confidence bound, clamped at 0.
     certified_ : bool
@@ -467,10 +468,10 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         self.critics_[direction] = critics[best]
         self.critic_ranges_[direction] = ranges[best]
         self.history_[direction] = histories[best]
-        cert = certificates[best]
+        cert, bound = certificates[best], max(0.0, certificates[best].lower_bound)
         return DirectionResult(
-            divergence=float(np.median(repeat_points)),
-            lower_bound=max(0.0, cert.lower_bound),
+            divergence=max(float(np.median(repeat_points)), bound),  # see divergence_
+            lower_bound=bound,
             beta=beta,
             raw_lower_bound=cert.lower_bound,
             n_train=(len(parts_p[0]), len(parts_q[0])),
