@@ -118,8 +118,8 @@ def test_the_gram_norms_keep_float32_precision_where_the_gradient_cancels():
     assert ((unguarded.double() - reference) / reference).abs().max() > 1e-3  # the failure
     guarded = conv2d_grad_norms(conv, a, g, gram=True)[0]
     assert ((guarded.double() - reference) / reference).abs().max() < 1e-5
-    # On data without cancellation (random maps, or the digits CNN's layers) no example is
-    # recomputed: the square is about its rounding scale there, far above the 1e-2 cut.
+    # On maps without cancellation (random ones here) no example is recomputed: the square is
+    # about its rounding scale there, far above the 1e-2 cut.
     a, g = torch.randn(32, 64, 4, 4), torch.randn(32, 64, 4, 4)
     patches = _conv.conv2d_patches(nn.Conv2d(64, 64, 3, padding=1), a, (4, 4), torch.float32)
     g = g.reshape(32, 64, -1)
