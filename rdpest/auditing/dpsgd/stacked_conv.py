@@ -31,6 +31,7 @@ import copy
 
 import torch
 from opacus.grad_sample.utils import register_norm_sampler
+from opacus.utils.module_utils import requires_grad
 from torch import nn
 
 from rdpest.auditing.dpsgd import _conv
@@ -66,11 +67,6 @@ def numeric_padding(conv: nn.Conv2d) -> tuple[int, int] | None:
     if any(total % 2 for total in totals):
         return None
     return tuple(total // 2 for total in totals)
-
-
-def _trains(module: nn.Module) -> bool:
-    """Whether any of ``module``'s parameters is trained (Opacus captures only such layers)."""
-    return any(p.requires_grad for p in module.parameters())
 
 
 def grouped_outputs(net: nn.Sequential, elementwise: tuple) -> list[bool]:
@@ -196,7 +192,7 @@ class StackedConv2d(nn.Module):
             # input, as the largest of the captured batches (its own rule; it deletes the value
             # after the backward pass), so that a forward pass under no_grad or in eval mode
             # between a training forward and its backward leaves it alone.
-            if self.training and torch.is_grad_enabled() and _trains(self):
+            if self.training and torch.is_grad_enabled() and requires_grad(self):
                 self.max_batch_len = max(getattr(self, "max_batch_len", 0), k * x.shape[0])
         else:
             if x.ndim != 4 or x.shape[0] % k or x.shape[1] != c:
