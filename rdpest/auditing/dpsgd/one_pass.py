@@ -36,6 +36,7 @@ from opacus.utils.fast_gradient_clipping_utils import (
     DPLossFastGradientClipping,
     DPTensorFastGradientClipping,
 )
+from opacus.utils.module_utils import requires_grad
 from torch import nn
 
 __all__ = ["OnePassLoss", "OnePassTensor", "one_pass_layers", "row_cross_entropy"]
@@ -100,8 +101,7 @@ def one_pass_layers(module: nn.Module) -> list[nn.Module] | None:
     layers = [
         m
         for m in module.modules()
-        if type(m) in (StackedLinear, StackedConv2d)
-        and any(p.requires_grad for p in m.parameters())
+        if type(m) in (StackedLinear, StackedConv2d) and requires_grad(m, recurse=True)
     ]
     covered = {id(p) for m in layers for p in m.parameters() if p.requires_grad}
     trainable = [p for p in module.parameters() if p.requires_grad]
