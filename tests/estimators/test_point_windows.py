@@ -3,8 +3,9 @@
 Positive control: a critic that equals the exact log ratio of a Laplace shift where Q's sample
 lives but keeps rising past the ratio's plateau (as a classifier's logit does where only P's
 training rows are) makes the range window's bracket overshoot several-fold; the balanced window
-must remove that. Negative control: with the exact log ratio of a Gaussian shift as the critic
-nothing needs removing, and the balanced window must keep the range.
+must remove that, and so must the guarded window (its imbalance is far above the guard).
+Negative control: with the exact log ratio of a Gaussian shift as the critic nothing needs
+removing, and the balanced window must keep the range; the guarded one must not even look.
 """
 
 import numpy as np
@@ -12,7 +13,13 @@ import pytest
 
 from rdpest import DVRenyiEstimator
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
-from rdpest.estimators.windows import WINDOW_RULES, _clipped_bracket, point_estimate_window
+from rdpest.estimators.windows import (
+    _GUARD_NATS,
+    WINDOW_RULES,
+    _clipped_bracket,
+    _imbalance,
+    point_estimate_window,
+)
 
 SEEDS = 50
 
@@ -48,6 +55,7 @@ def test_balanced_window_removes_the_overshoot_of_an_extrapolating_critic():
     # median of 50 (its interquartile spread is under 0.05 for balanced).
     assert errors["range"] > 2.0
     assert errors["balanced"] < 0.25
+    assert errors["guarded"] < 0.25
     assert narrowed >= 0.8 * SEEDS
 
 
@@ -57,6 +65,29 @@ def test_balanced_window_keeps_the_range_of_an_exact_critic():
     # never narrowed the window. Allow a few narrowings (10%) as the tolerance's false alarms.
     assert narrowed <= 0.1 * SEEDS
     assert errors["balanced"] <= 1.05 * errors["range"]
+    assert errors["guarded"] == errors["range"]
+
+
+@pytest.mark.parametrize(
+    "family, alpha, divergence, slope, fires",
+    [
+        ("laplace_shift", 8.0, 4.0, 1.0, True),  # an extrapolating critic: Δ of tens of nats
+        ("gaussian_shift", 2.0, 1.0, 0.0, False),  # the exact log ratio: Δ of a fraction of one
+    ],
+)
+def test_guarded_rule_is_balanced_exactly_when_the_imbalance_exceeds_the_guard(
+    family, alpha, divergence, slope, fires
+):
+    params = family_parameters(family, alpha, divergence)
+    exact = log_likelihood_ratio(family, params)
+    shift = params.get("shift", 0.0)
+    X, Y, _ = make_renyi_pair(family, alpha, divergence, 2000, random_state=0)
+    g_p = exact(X) + slope * np.maximum(0.0, X - shift)
+    g_q = exact(Y) + slope * np.maximum(0.0, Y - shift)
+    imbalance, _ = _imbalance(g_p, g_q, alpha)
+    assert (imbalance > _GUARD_NATS) == fires
+    expected = point_estimate_window(g_p, g_q, alpha, "balanced" if fires else "range")
+    assert point_estimate_window(g_p, g_q, alpha, "guarded") == expected
 
 
 def test_range_rule_is_the_training_range_and_windows_are_ordered():
@@ -64,8 +95,9 @@ def test_range_rule_is_the_training_range_and_windows_are_ordered():
     g_p, g_q = rng.normal(1, 2, 300), rng.normal(-1, 1, 200)
     lo, hi = point_estimate_window(g_p, g_q, 4.0, "range")
     assert (lo, hi) == (min(g_p.min(), g_q.min()), max(g_p.max(), g_q.max()))
-    b_lo, b_hi = point_estimate_window(g_p, g_q, 4.0, "balanced")
-    assert b_lo == lo and lo <= b_hi <= hi
+    for rule in ("balanced", "guarded"):
+        b_lo, b_hi = point_estimate_window(g_p, g_q, 4.0, rule)
+        assert b_lo == lo and lo <= b_hi <= hi
 
 
 @pytest.mark.parametrize(
@@ -121,3 +153,4 @@ def test_balanced_window_fixes_the_fitted_estimator_on_a_separated_laplace_pair(
             errors[rule].append(abs(est.divergence_ / truth - 1.0))
     assert np.median(errors["range"]) > 0.8
     assert np.median(errors["balanced"]) < 0.25
+    assert np.median(errors["guarded"]) < 0.25
