@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -86,9 +87,10 @@ def collect_seed(family: str, alpha: float, divergence: float, n: int, seed: int
     os.replace(partial, path)
 
 
-def fold_point(values: dict, fold: int, rule: str, alpha: float) -> float:
-    g = [values[f"fold{fold}_{part}"] for part in PARTS]
-    return _clipped_bracket(g[2], g[3], point_estimate_window(g[0], g[1], alpha, rule), alpha)
+def fold_windows(values: dict, fold: int, alpha: float) -> dict:
+    """Each rule's window for one fold, chosen on its training rows."""
+    g_p, g_q = values[f"fold{fold}_p_train"], values[f"fold{fold}_q_train"]
+    return {rule: point_estimate_window(g_p, g_q, alpha, rule) for rule in WINDOW_RULES}
 
 
 def seed_row(path: Path) -> dict:
@@ -101,14 +103,15 @@ def seed_row(path: Path) -> dict:
     X, Y, truth, L = _samples(family, a, d, n, seed)
     row = _cell_key(family, a, d, n, seed, truth)
     folds = sum(1 for k in values if k.endswith("_p_test"))
+    windows = [fold_windows(values, i, a) for i in range(folds)]
     for rule in WINDOW_RULES:
-        row[rule] = float(np.mean([fold_point(values, i, rule, a) for i in range(folds)]))
+        points = [
+            _clipped_bracket(values[f"fold{i}_p_test"], values[f"fold{i}_q_test"], w[rule], a)
+            for i, w in enumerate(windows)
+        ]
+        row[rule] = float(np.mean(points))
     # Folds where "guarded" left the range window (its guard fired), out of ``folds``.
-    row["guard_fired"] = sum(
-        point_estimate_window(values[f"fold{i}_p_train"], values[f"fold{i}_q_train"], a, "guarded")
-        != point_estimate_window(values[f"fold{i}_p_train"], values[f"fold{i}_q_train"], a, "range")
-        for i in range(folds)
-    )
+    row["guard_fired"] = sum(w["guarded"] != w["range"] for w in windows)
     row["folds"] = folds
     row.update(exact_columns(L(X), L(Y), a))
     return row
@@ -123,13 +126,12 @@ def met(entry: dict, rule: str) -> bool:
 
 def guard_counts(rows: list[dict]) -> str:
     """Per (n, α): the folds where the guarded rule's guard fired, out of all folds."""
-    counts: dict[tuple, list[int]] = {}
+    fired, total = Counter(), Counter()
     for r in rows:
-        fired, total = counts.setdefault((r["n"], r["alpha"]), [0, 0])
-        counts[(r["n"], r["alpha"])] = [fired + r["guard_fired"], total + r["folds"]]
+        fired[(r["n"], r["alpha"])] += r["guard_fired"]
+        total[(r["n"], r["alpha"])] += r["folds"]
     return "; ".join(
-        f"n = {n}, α = {a:g}: {fired} of {total}"
-        for (n, a), (fired, total) in sorted(counts.items())
+        f"n = {n}, α = {a:g}: {fired[n, a]} of {total[n, a]}" for n, a in sorted(total)
     )
 
 

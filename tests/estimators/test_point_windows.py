@@ -24,16 +24,19 @@ from rdpest.estimators.windows import (
 SEEDS = 50
 
 
-def _relative_errors(family, alpha, divergence, slope):
-    """Per seed and rule: the bracket's relative error with a known critic, the window chosen on
-    one half of each sample (the "training rows") and the bracket taken on the other half."""
+def _known_critic(family, alpha, divergence, slope):
+    """The exact log ratio, plus a ramp of ``slope`` beyond the family's shift (a classifier's
+    logit rising past the ratio's plateau)."""
     params = family_parameters(family, alpha, divergence)
     exact = log_likelihood_ratio(family, params)
     shift = params.get("shift", 0.0)
+    return lambda x: exact(x) + slope * np.maximum(0.0, x - shift)
 
-    def critic(x):
-        return exact(x) + slope * np.maximum(0.0, x - shift)
 
+def _relative_errors(family, alpha, divergence, slope):
+    """Per seed and rule: the bracket's relative error with a known critic, the window chosen on
+    one half of each sample (the "training rows") and the bracket taken on the other half."""
+    critic = _known_critic(family, alpha, divergence, slope)
     errors = {rule: [] for rule in WINDOW_RULES}
     narrowed = 0
     for seed in range(SEEDS):
@@ -78,12 +81,9 @@ def test_balanced_window_keeps_the_range_of_an_exact_critic():
 def test_guarded_rule_is_balanced_exactly_when_the_imbalance_exceeds_the_guard(
     family, alpha, divergence, slope, fires
 ):
-    params = family_parameters(family, alpha, divergence)
-    exact = log_likelihood_ratio(family, params)
-    shift = params.get("shift", 0.0)
+    critic = _known_critic(family, alpha, divergence, slope)
     X, Y, _ = make_renyi_pair(family, alpha, divergence, 2000, random_state=0)
-    g_p = exact(X) + slope * np.maximum(0.0, X - shift)
-    g_q = exact(Y) + slope * np.maximum(0.0, Y - shift)
+    g_p, g_q = critic(X), critic(Y)
     imbalance, _ = _imbalance(g_p, g_q, alpha)
     assert (imbalance > _GUARD_NATS) == fires
     expected = point_estimate_window(g_p, g_q, alpha, "balanced" if fires else "range")
