@@ -153,15 +153,15 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         certified critic's bracket on the certifying part only, at one critic training less per
         partition and direction. The second critic is never certified: ``lower_bound_`` is the
         same bit for bit under either setting.
-    point_window : {"range", "balanced", "guarded"}, default="range"
+    point_window : {"range", "balanced", "guarded"}, default="guarded"
         The point estimate's clipping window, chosen on each critic's training rows
         (rdpest.estimators.windows): "range" is the range of the critic there; "balanced" lowers
         its top to where Q's training rows stop when the critic's two exponential moments are
-        clearly out of balance; "guarded" does so only when they differ by over 4 nats. Use
-        "balanced" for bounded privacy loss (Laplace-like), where an extrapolating logit makes
-        the bracket overshoot well-separated pairs; it lowers Gaussian-like pairs whose log
-        ratio keeps rising, "guarded" far less often. Every window keeps the bracket a lower
-        bound in population, and ``lower_bound_`` does not depend on it.
+        clearly out of balance; "guarded" (the default) is "range" unless they differ by over 4
+        nats, then "balanced": it removes the overshoot of an extrapolating logit on separated
+        pairs with bounded privacy loss (Laplace-like) and rarely touches Gaussian-like pairs.
+        Use "balanced" where the privacy loss is known to be bounded. Every window keeps the
+        bracket a lower bound in population, and ``lower_bound_`` does not depend on it.
     n_repeats : int, default=1
         Number of independent random train/certify partitions for the point estimate, each with
         its own critic (two with ``point_estimate="cross_fit"``, one per fold); ``divergence_`` is
@@ -298,7 +298,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         confidence_region="joint",
         cross_fit=False,
         point_estimate="cross_fit",
-        point_window="range",
+        point_window="guarded",
         n_repeats=1,
         device="auto",
         n_threads=1,

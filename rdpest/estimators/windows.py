@@ -9,7 +9,7 @@ bias and variance. The certificate chooses its own window (rdpest.stats.certific
 
 Rules (``point_window`` of :class:`~rdpest.estimators.DVRenyiEstimator`):
 
-``"range"`` (the default)
+``"range"``
     [min, max] of g over the training rows of P and Q together.
 ``"balanced"``
     The same lower end; the upper end is the widest of a few candidates (the range's top, the
@@ -25,7 +25,7 @@ Rules (``point_window`` of :class:`~rdpest.estimators.DVRenyiEstimator`):
     Laplace shift. Clipping where Q's sample stops removes that overshoot and the imbalance.
     The tolerance of two standard errors (each moment's delta-method error
     sd(w)/(mean(w)·√n)) keeps the wide window unless the evidence against it is clear.
-``"guarded"``
+``"guarded"`` (the default)
     "range", unless the range window's imbalance Δ on the training rows exceeds
     ``_GUARD_NATS`` (4 nats); then "balanced". The bracket splits exactly into its P-form part
     and the imbalance: α/(α−1)·a − b = a/(α−1) + (a − b), with a and b the two log moments
@@ -69,7 +69,7 @@ _GUARD_NATS = 4.0
 
 
 def point_estimate_window(
-    g_p: np.ndarray, g_q: np.ndarray, alpha: float, rule: str = "range"
+    g_p: np.ndarray, g_q: np.ndarray, alpha: float, rule: str = "guarded"
 ) -> tuple[float, float]:
     """The point estimate's clipping window from the critic's values on its training rows.
 

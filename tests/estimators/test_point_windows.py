@@ -110,8 +110,9 @@ def test_range_rule_is_the_training_range_and_windows_are_ordered():
 )
 def test_degenerate_critic_values_give_a_finite_window(g_p, g_q):
     for alpha in (1.25, 32.0):
-        lo, hi = point_estimate_window(g_p, g_q, alpha)
-        assert np.isfinite([lo, hi]).all() and lo <= hi
+        for rule in WINDOW_RULES:
+            lo, hi = point_estimate_window(g_p, g_q, alpha, rule)
+            assert np.isfinite([lo, hi]).all() and lo <= hi
 
 
 def test_unknown_rule_is_refused():
@@ -126,7 +127,7 @@ def test_point_window_leaves_the_bound_and_the_critic_alone():
     X, Y, _ = make_renyi_pair("laplace_shift", 8.0, 4.0, 1000, random_state=3)
     fast = {"alpha": 8.0, "max_epochs": 30, "hidden_layer_sizes": (16,), "random_state": 0}
     wide = DVRenyiEstimator(**fast).fit(X, Y)
-    assert wide.point_window == "range"
+    assert wide.point_window == "guarded"
     balanced = DVRenyiEstimator(point_window="balanced", **fast).fit(X, Y)
     assert balanced.lower_bound_ == wide.lower_bound_
     a, b = wide.directions_["forward"], balanced.directions_["forward"]
