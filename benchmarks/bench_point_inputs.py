@@ -97,7 +97,7 @@ def summary_of(rows: list[dict]) -> list[dict]:
             if (r["family"], r["alpha"], r["divergence"], r["n"])
             == (entry["family"], entry["alpha"], entry["divergence"], entry["n"])
         ]
-        entry["point_window"] = cell[0].get("point_window", "range")  # older cells: the default
+        entry["point_window"] = cell[0].get("point_window", "range")  # older cells: range
         for inputs in COMPARED:
             entry[f"sd_{inputs}"] = float(np.std([r[inputs] for r in cell]))
             entry[f"bound_{inputs}"] = float(np.mean([r[f"lower_bound_{inputs}"] for r in cell]))

@@ -43,10 +43,10 @@ DP-SGD) leave the same counts. "balanced" only ever lowers the estimate. On the 
 benchmark (benchmarks/results/point_estimates/windows/) it removes the overshoots of pairs with a
 bounded or slowly growing log ratio (Laplace and Student-t shifts) and lowers the estimate where
 the ratio keeps rising beyond Q's sample (subsampled Gaussians, Gaussian mixtures, Poisson rates
-at D = 4), where "range" was already low. So "range" stays the default; "balanced" is for
-mechanisms whose privacy loss is known to be bounded; "guarded" departs from "range" only where
-its imbalance is gross, which keeps the gains of "balanced" on the overshooting pairs at a
-fraction of its losses (the benchmark's table counts both).
+at D = 4), where "range" was already low. "guarded", the default, departs from "range" only
+where its imbalance is gross, which keeps the gains of "balanced" on the overshooting pairs at a
+fraction of its losses (the benchmark's table counts both); "balanced" is for mechanisms whose
+privacy loss is known to be bounded.
 """
 
 from __future__ import annotations

@@ -164,12 +164,17 @@ def test_asinh_inputs_steady_a_heavy_tailed_pair():
     The thresholds (a third of the standard sd and worst error) sit a factor 2.5 or more from
     both; a transform that changed nothing fails both. The median error is not the claim: it
     favoured asinh on these seeds (0.33 against 0.60) and standard inputs over 20
-    (benchmarks/results/point_estimates/inputs/: 0.34 against 0.24)."""
+    (benchmarks/results/point_estimates/inputs/: 0.34 against 0.24). Both use the range window,
+    under which those figures were measured, so the test isolates the inputs: the default
+    window ("guarded") itself removes most of the standard inputs' overshoot here (on these
+    seeds sd 0.49, worst error 0.99; asinh 0.34 and 0.61)."""
     estimates = {"standard": [], "asinh": []}
     for seed in range(10):
         X, Y, truth = make_renyi_pair("student_t_shift", 4.0, 1.0, 500, random_state=seed)
         for inputs in estimates:
-            est = DVRenyiEstimator(alpha=4.0, critic_inputs=inputs, random_state=seed).fit(X, Y)
+            est = DVRenyiEstimator(
+                alpha=4.0, critic_inputs=inputs, point_window="range", random_state=seed
+            ).fit(X, Y)
             estimates[inputs].append(est.divergence_)
     standard, robust = np.array(estimates["standard"]), np.array(estimates["asinh"])
     assert np.std(robust) < np.std(standard) / 3
