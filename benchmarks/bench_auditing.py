@@ -375,7 +375,9 @@ def memory(n_runs: int, n_jobs: int) -> dict:
     return result
 
 
-def _protocol_auditor(mu: float, alpha: float, n_runs: int, n_jobs: int, store: str):
+def _protocol_auditor(
+    mu: float, alpha: float, n_runs: int, n_jobs: int, store: str, stack_runs="auto"
+):
     """The paper's protocol at μ-GDP level ``mu`` (full batch: μ = √T / σ), runs in ``store``."""
     return DPSGDAuditor(
         alpha=alpha,
@@ -386,7 +388,21 @@ def _protocol_auditor(mu: float, alpha: float, n_runs: int, n_jobs: int, store: 
         device="cpu",
         store=OUT / "stores" / store,
         random_state=0,
+        stack_runs=stack_runs,
     )
+
+
+def _stored_runs(store: str) -> tuple[int | str, dict]:
+    """A protocol store's stack size ("auto" where it has none) and its runs by (arm, index)."""
+    path = OUT / "stores" / store
+    try:
+        config = json.loads((path / "config.json").read_text())
+        stack = config["pipeline"]["stack_size"]
+        lines = (path / "runs.jsonl").read_text().splitlines()
+    except (OSError, KeyError, ValueError):
+        return "auto", {}
+    runs = [json.loads(line) for line in lines if line.strip()]
+    return stack, {(r["arm"], r["index"]): r["score"] for r in runs}
 
 
 # Other train/certify splits of the same runs: every seed is an equally valid audit, so the
@@ -520,8 +536,22 @@ def reference(n_runs: int, n_jobs: int, label: str = "0.5", block: int = 500) ->
     from rdpest import DVRenyiEstimator
 
     mu = MUS[label]
-    audit = _protocol_auditor(mu, 2.0, n_runs, n_jobs, f"mu_{label}_reference").auditor()
+    # The protocol's stack layout, so that the reference's first block repeats the protocol's
+    # runs (each stack's noise comes from its runs' seeds: runs in a stack of another size, such
+    # as the protocol's last, partial stack, differ); how many it repeats is counted below.
+    stack, protocol_runs = _stored_runs(f"mu_{label}")
+    store = f"mu_{label}_reference"
+    audit = _protocol_auditor(mu, 2.0, n_runs, n_jobs, store, stack_runs=stack).auditor()
     without, with_ = audit.collect()
+    _, reference_runs = _stored_runs(store)
+    # Equal up to float32 rounding (the scores are float32; threads and hosts move the last
+    # bits): a relative difference below 1e-6, about 8 float32 ulps.
+    shared = sum(
+        (arm, i) in protocol_runs
+        and math.isclose(protocol_runs[(arm, i)], reference_runs[(arm, i)], rel_tol=1e-6)
+        for arm in (0, 1)
+        for i in range(block)
+    )
     rng = np.random.default_rng(0)
     rows = []
     for alpha in (2.0, 1.25):
@@ -554,6 +584,8 @@ def reference(n_runs: int, n_jobs: int, label: str = "0.5", block: int = 500) ->
                 ],
                 "dv_point_all_runs": dv_all.divergence_,
                 "block": block,
+                "stack_runs": stack,
+                "first_block_runs_equal_to_protocol_to_float32_rounding": shared,
                 "dv_point_blocks": points.tolist(),
                 "dv_blocks_within_20_percent_of_claim": float(
                     np.mean(np.abs(points - claim) <= 0.2 * claim)
@@ -586,7 +618,10 @@ def reference(n_runs: int, n_jobs: int, label: str = "0.5", block: int = 500) ->
     lines.append("")
     lines.append(
         f"{n_runs} + {n_runs} runs at μ = {mu:g} (protocol set-up otherwise); the blocks are "
-        f"disjoint, {block} runs per arm each, the first being the protocol's own runs. DV with "
+        f"disjoint, {block} runs per arm each, trained in stacks of {stack} as the protocol's; "
+        f"{shared} of the first block's {2 * block} runs are the protocol's own (equal to "
+        "float32 rounding; a stack's noise comes from its runs' seeds, so the runs of the "
+        "protocol's last, partial stack differ). DV with "
         "direction='max' and n_repeats=5, as in audits. The last two columns: the two-Gaussian "
         f"fit (maximum likelihood, the best estimator if the losses were exactly Gaussian) on "
         f"{block} + {block} draws from the Gaussians fitted to all runs, 2000 repetitions: how "
