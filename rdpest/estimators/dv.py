@@ -21,7 +21,6 @@ critic, a classifier objective by default, sample splitting and certified confid
 from __future__ import annotations
 
 import copy
-import functools
 import math
 from numbers import Integral, Real
 
@@ -48,38 +47,14 @@ from rdpest.stats.bounds import MEAN_BOUND_METHODS
 from rdpest.stats.certificates import (
     CERTIFICATE_KINDS,
     CONFIDENCE_REGIONS,
-    _certified_dv_bracket,
     _certify_critic,
+    _separated_bracket_ceiling,
 )
 from rdpest.stats.regions import joint_level
 from rdpest.stats.threshold_tests import _certified_threshold_bound
 from rdpest.utils.torch_helpers import resolve_device
 
 __all__ = ["DVRenyiEstimator"]
-
-
-@functools.lru_cache(maxsize=256)
-def _separated_bracket_ceiling(
-    n_p: int, n_q: int, alpha: float, beta: float, critic_bound: float, method: str, region: str
-) -> float:
-    """The bracket certificate of perfectly separated critic values (P's at the top of the
-    window, Q's at its bottom), for the best window width up to 2·critic_bound.
-
-    A coarse grid of widths, then a finer one around the best (the bound is unimodal in the
-    width: wider windows raise the Q moment's contrast and lower the P moment's floor).
-    """
-
-    def at(width: float) -> float:
-        half = width / 2
-        return _certified_dv_bracket(
-            np.full(n_p, half), np.full(n_q, -half), alpha, beta, -half, half, method, region
-        ).lower_bound
-
-    widths = np.geomspace(1e-2, 2 * critic_bound, 12)
-    values = [at(float(w)) for w in widths]
-    i = int(np.argmax(values))
-    fine = np.geomspace(widths[max(i - 1, 0)], widths[min(i + 1, len(widths) - 1)], 9)
-    return float(max(0.0, *values, *(at(float(w)) for w in fine)))
 
 
 class DVRenyiEstimator(RenyiEstimatorBase):
