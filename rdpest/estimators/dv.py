@@ -42,7 +42,13 @@ from rdpest.estimators.critics import (
 )
 from rdpest.estimators.results import DirectionResult, DVDiagnostics
 from rdpest.estimators.splits import min_dv_sample_size, split_indices
-from rdpest.estimators.windows import WINDOW_RULES, _clipped_bracket, point_estimate_window
+from rdpest.estimators.windows import (
+    POINT_FORMS,
+    WINDOW_RULES,
+    _clipped_bracket,
+    point_estimate,
+    point_estimate_window,
+)
 from rdpest.stats.bounds import MEAN_BOUND_METHODS
 from rdpest.stats.certificates import (
     CERTIFICATE_KINDS,
@@ -137,6 +143,15 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         pairs with bounded privacy loss (Laplace-like) and rarely touches Gaussian-like pairs.
         Use "balanced" where the privacy loss is known to be bounded. Every window keeps the
         bracket a lower bound in population, and ``lower_bound_`` does not depend on it.
+    point_form : {"bracket", "shrunk"}, default="bracket"
+        How the point estimate combines the critic's two moments on held-out rows
+        (rdpest.estimators.windows): "bracket" is the variational bracket, first-order
+        insensitive to the critic's errors; "shrunk" is the Q-normalised P-form plus the part of
+        the bracket's imbalance that stands out of its noise (a James–Stein weight). With an
+        exact critic it removes most of the error that the heavy-tailed Q moment e^{αg} adds at
+        high orders and small divergences; with fitted critics it helps less, and it is worse
+        on some pairs (benchmarks/results/point_estimates/windows/). ``lower_bound_`` does not
+        depend on it.
     n_repeats : int, default=1
         Number of independent random train/certify partitions for the point estimate, each with
         its own critic (two with ``point_estimate="cross_fit"``, one per fold); ``divergence_`` is
@@ -242,6 +257,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "cross_fit": ["boolean"],
         "point_estimate": [StrOptions({"split", "cross_fit"})],
         "point_window": [StrOptions(set(WINDOW_RULES))],
+        "point_form": [StrOptions(set(POINT_FORMS))],
         "n_repeats": [Interval(Integral, 1, None, closed="left")],
         "device": [str],
         "n_threads": [Interval(Integral, 1, None, closed="left"), None],
@@ -274,6 +290,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         cross_fit=False,
         point_estimate="cross_fit",
         point_window="guarded",
+        point_form="bracket",
         n_repeats=1,
         device="auto",
         n_threads=1,
@@ -303,6 +320,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         self.cross_fit = cross_fit
         self.point_estimate = point_estimate
         self.point_window = point_window
+        self.point_form = point_form
         self.n_repeats = n_repeats
         self.device = device
         self.n_threads = n_threads
@@ -491,7 +509,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         # extrapolated critic values on test points from blowing the estimate up (the
         # exponential moments amplify them; see rdpest.estimators.windows).
         critic_range = point_estimate_window(g[0], g[1], float(self.alpha), self.point_window)
-        point = _clipped_bracket(g[2], g[3], critic_range, self.alpha)
+        point = point_estimate(g[2], g[3], critic_range, self.alpha, self.point_form)
         return critic, history, g, critic_range, point
 
     def _train_critic(self, P, Q, seed):

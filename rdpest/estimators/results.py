@@ -43,9 +43,10 @@ class DVDiagnostics:
     repeat_points : list of float
         The point estimate of each partition (``n_repeats`` of them).
     fold_points : list of float
-        The first partition's point estimate of each fold: the certified critic's bracket on the
-        certifying part first; with ``cross_fit`` or ``point_estimate="cross_fit"`` also the
-        reverse fold's bracket on the training part. ``repeat_points[0]`` is their mean.
+        The first partition's point estimate of each fold: the certified critic's estimate (its
+        bracket, or the ``point_form`` chosen) on the certifying part first; with ``cross_fit``
+        or ``point_estimate="cross_fit"`` also the reverse fold's on the training part.
+        ``repeat_points[0]`` is their mean.
     """
 
     certificate: str
