@@ -49,7 +49,12 @@ from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
 from rdpest.datasets import FAMILIES, make_renyi_pair
-from rdpest.estimators.windows import WINDOW_RULES, _clipped_bracket, point_estimate_window
+from rdpest.estimators.windows import (
+    WINDOW_RULES,
+    _clipped_bracket,
+    point_estimate,
+    point_estimate_window,
+)
 from rdpest.utils.io import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results" / "point_estimates" / "windows"
@@ -110,6 +115,21 @@ def seed_row(path: Path) -> dict:
             for i, w in enumerate(windows)
         ]
         row[rule] = float(np.mean(points))
+    # The "shrunk" point form with the default (guarded) window.
+    row["shrunk"] = float(
+        np.mean(
+            [
+                point_estimate(
+                    values[f"fold{i}_p_test"], values[f"fold{i}_q_test"], w["guarded"], a, "shrunk"
+                )
+                for i, w in enumerate(windows)
+            ]
+        )
+    )
+    # What divergence_ reports: the cross-fitted estimate raised to the certified bound.
+    bound = float(values["lower_bound"])
+    for form in ("guarded", "shrunk"):
+        row[f"{form}_projected"] = max(row[form], bound)
     # Folds where "guarded" left the range window (its guard fired), out of ``folds``.
     row["guard_fired"] = sum(w["guarded"] != w["range"] for w in windows)
     row["folds"] = folds
@@ -117,7 +137,9 @@ def seed_row(path: Path) -> dict:
     return row
 
 
-COLUMNS = (*WINDOW_RULES, *EXACT_COLUMNS)
+ESTIMATES = (*WINDOW_RULES, "shrunk")
+COLUMNS = (*ESTIMATES, *EXACT_COLUMNS)
+PROJECTED = ("guarded_projected", "shrunk_projected")
 
 
 def met(entry: dict, rule: str) -> bool:
@@ -135,7 +157,7 @@ def guard_counts(rows: list[dict]) -> str:
     )
 
 
-def table(summary: list[dict], command: str, fired: str = "") -> str:
+def table(summary: list[dict], command: str, fired: str = "", zero_rows=()) -> str:
     lines = [
         "# Point-estimate windows of DVRenyiEstimator: the same critics under each rule",
         "",
@@ -144,24 +166,25 @@ def table(summary: list[dict], command: str, fired: str = "") -> str:
         "",
         "Each cell: median |relative error| over the seeds (median signed error in brackets) of",
         "the cross-fitted point estimate (the mean of the two folds' brackets) under each",
-        "`point_window` rule of `rdpest.estimators.windows`, from the same fitted critics; the",
+        "`point_window` rule of `rdpest.estimators.windows`, from the same fitted critics, and",
+        '`shrunk`: the `point_form="shrunk"` estimate with the default (guarded) window; the',
         "exact log ratio's bracket on all samples (`oracle_all`) and its P- and Q-form plug-ins",
         "(`floor`, `floor_q`) on the same samples. Target (as in ../cross_fit/): at α ≤ 4, error",
         "≤ max(2 × the better floor, 0.05); at α ≥ 8, error ≤ 0.25. The certified bound does not",
-        "depend on the rule. The estimator's default is `range`; `rdpest.estimators.windows` says",
-        "when `balanced` or `guarded` is the better choice.",
+        "depend on the rule or the form. The estimator's defaults are the guarded window and the",
+        "bracket form; `rdpest.estimators.windows` says when the others are the better choice.",
         "",
         "| family | α | D | n | seeds | "
         + " | ".join(COLUMNS)
         + " | spread (range) | target "
-        + " / ".join(WINDOW_RULES)
+        + " / ".join(ESTIMATES)
         + " |",
         "|---|---|---|---|---|" + "---|" * (len(COLUMNS) + 2),
     ]
     for e in summary:
         cells = " | ".join(f"{e[c]:.3f} ({e[c + '_bias']:+.2f})" for c in COLUMNS)
         lo, hi = e["range_iqr"]
-        verdicts = " / ".join("met" if met(e, r) else "NOT met" for r in WINDOW_RULES)
+        verdicts = " / ".join("met" if met(e, r) else "NOT met" for r in ESTIMATES)
         exact = unreachable({**e, "cross_fit": e["range"]}) if not met(e, "range") else ""
         lines.append(
             f"| {e['family']} | {e['alpha']:g} | {e['divergence']:g} | {e['n']} | {e['seeds']} "
@@ -186,12 +209,69 @@ def table(summary: list[dict], command: str, fired: str = "") -> str:
         + "; ".join(against)
         + ". Target met: "
         + ", ".join(f"{r} {counts[r]}" for r in WINDOW_RULES)
-        + f" (range is the default); of the {len(missed)} cells the range window misses, the "
+        + f" (guarded is the default); of the {len(missed)} cells the range window misses, the "
         f"exact log ratio misses too in {beyond}.",
     ]
     if fired:
         lines += ["", f"Folds where the guarded rule took the balanced window: {fired}."]
+    lines += ["", *_forms_summary(summary), *_equal_pairs(zero_rows)]
     return "\n".join(lines) + "\n"
+
+
+def _forms_summary(summary: list[dict]) -> list[str]:
+    """The shrunk form against the bracket (both with the guarded window), raw and as
+    ``divergence_`` reports them (raised to the certified bound), per order group and n."""
+    lines = [
+        "## The shrunk point form against the bracket",
+        "",
+        "Both with the guarded window, raised to each seed's certified bound (what "
+        "`divergence_` reports); the main table's columns are the raw estimates.",
+        "",
+        "| n | α | cells | target met: bracket / shrunk | shrunk's error below the bracket's by "
+        "over 10% | above it by over 10% | mean error: bracket / shrunk |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    groups: dict[tuple, list[dict]] = {}
+    for e in summary:
+        groups.setdefault((e["n"], "≤ 4" if e["alpha"] <= 4 else "≥ 8"), []).append(e)
+    for (n, orders), es in sorted(groups.items()):
+        bracket, shrunk = "guarded_projected", "shrunk_projected"
+        counts = [sum(met(e, c) for e in es) for c in (bracket, shrunk)]
+        better = sum(e[shrunk] < e[bracket] / 1.1 for e in es)
+        worse = sum(e[shrunk] > 1.1 * e[bracket] for e in es)
+        means = [np.mean([e[c] for e in es]) for c in (bracket, shrunk)]
+        lines.append(
+            f"| {n} | {orders} | {len(es)} | {counts[0]} / {counts[1]} | {better} | {worse} "
+            f"| {means[0]:.3f} / {means[1]:.3f} |"
+        )
+    return lines
+
+
+def _equal_pairs(rows: list[dict]) -> list[str]:
+    """At P = Q (D = 0, no relative error): the mean and 90th percentile of each form's
+    estimate as ``divergence_`` reports it, in nats."""
+    if not rows:
+        return []
+    lines = [
+        "",
+        "## P = Q",
+        "",
+        "The estimate as `divergence_` reports it (raised to the certified bound), in nats: mean "
+        "(90th percentile) over the seeds. The truth is 0.",
+        "",
+        "| family | α | n | seeds | bracket | shrunk |",
+        "|---|---|---|---|---|---|",
+    ]
+    cells: dict[tuple, list[dict]] = {}
+    for r in rows:
+        cells.setdefault((r["family"], r["alpha"], r["n"]), []).append(r)
+    for (family, alpha, n), rs in sorted(cells.items()):
+        stats = []
+        for c in PROJECTED:
+            values = np.array([r[c] for r in rs])
+            stats.append(f"{values.mean():.3f} ({np.quantile(values, 0.9):.3f})")
+        lines.append(f"| {family} | {alpha:g} | {n} | {len(rs)} | {stats[0]} | {stats[1]} |")
+    return lines
 
 
 def main(argv=None) -> int:
@@ -222,9 +302,13 @@ def main(argv=None) -> int:
         return 0
     paths = sorted((out / "critic_values").glob("*.npz"))
     rows = Parallel(n_jobs=args.n_jobs)(delayed(seed_row)(path) for path in tqdm(paths))
-    summary = summarise(rows, COLUMNS)
+    # P = Q has no relative error: those seeds get their own section.
+    zero = [r for r in rows if r["truth"] == 0]
+    rows = [r for r in rows if r["truth"] != 0]
+    summary = summarise(rows, (*COLUMNS, *PROJECTED))
     collected = (out / "command.txt").read_text().strip() if (out / "command.txt").exists() else ""
-    write_results(out, summary, table(summary, collected or command.strip(), guard_counts(rows)))
+    text = table(summary, collected or command.strip(), guard_counts(rows), zero)
+    write_results(out, summary, text)
     return 0
 
 
