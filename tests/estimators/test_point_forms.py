@@ -85,27 +85,50 @@ def test_equal_critic_values_give_a_finite_estimate():
         assert point_estimate(np.zeros(5), np.zeros(4), (0.0, 0.0), 2.0, form) == 0.0
 
 
-def test_unknown_form_is_refused():
-    with pytest.raises(ValueError, match="point form"):
-        point_estimate(np.zeros(3), np.zeros(3), (0.0, 1.0), 2.0, "mean")
+@pytest.mark.parametrize(
+    "option, helper, message",
+    [
+        ("point_form", lambda g, v: point_estimate(g, g, (0.0, 1.0), 2.0, v), "point form"),
+        ("point_window", lambda g, v: point_estimate_window(g, g, 2.0, v), "point window rule"),
+    ],
+)
+def test_unknown_point_options_are_refused(option, helper, message):
+    with pytest.raises(ValueError, match=message):
+        helper(np.zeros(3), "widest")
     X, Y, _ = make_renyi_pair("gaussian_shift", 2.0, 1.0, 300, random_state=0)
-    with pytest.raises(ValueError, match="point_form"):
-        DVRenyiEstimator(point_form="mean").fit(X, Y)
+    with pytest.raises(ValueError, match=option):
+        DVRenyiEstimator(**{option: "widest"}).fit(X, Y)
 
 
-def test_point_form_leaves_the_bound_the_critic_and_the_window_alone():
-    X, Y, _ = make_renyi_pair("gaussian_shift", 16.0, 0.25, 1000, random_state=3)
-    fast = {"alpha": 16.0, "max_epochs": 30, "hidden_layer_sizes": (16,), "random_state": 0}
+@pytest.mark.parametrize(
+    "option, value, family, alpha, divergence",
+    [
+        ("point_window", "balanced", "laplace_shift", 8.0, 4.0),
+        ("point_form", "shrunk", "gaussian_shift", 16.0, 0.25),
+    ],
+)
+def test_point_options_leave_the_bound_and_the_critic_alone(
+    option, value, family, alpha, divergence
+):
+    X, Y, _ = make_renyi_pair(family, alpha, divergence, 1000, random_state=3)
+    fast = {"alpha": alpha, "max_epochs": 30, "hidden_layer_sizes": (16,), "random_state": 0}
     default = DVRenyiEstimator(**fast).fit(X, Y)
-    assert default.point_form == "bracket"
-    shrunk = DVRenyiEstimator(point_form="shrunk", **fast).fit(X, Y)
-    assert shrunk.lower_bound_ == default.lower_bound_
-    assert shrunk.critic_ranges_ == default.critic_ranges_
-    np.testing.assert_array_equal(default.log_ratio(X[:50]), shrunk.log_ratio(X[:50]))
-    d, s = default.directions_["forward"].diagnostics, shrunk.directions_["forward"].diagnostics
-    assert s.fold_points != d.fold_points
-    raw = np.mean(s.fold_points)
-    assert shrunk.divergence_ == pytest.approx(max(raw, shrunk.lower_bound_), rel=1e-12)
+    assert getattr(default, option) == {"point_window": "guarded", "point_form": "bracket"}[option]
+    other = DVRenyiEstimator(**{option: value}, **fast).fit(X, Y)
+    assert other.lower_bound_ == default.lower_bound_
+    a, b = default.directions_["forward"].diagnostics, other.directions_["forward"].diagnostics
+    assert a.window == b.window  # the certificate's own window
+    np.testing.assert_array_equal(default.log_ratio(X[:50]), other.log_ratio(X[:50]))
+    assert b.critic_range == other.critic_ranges_["forward"]
+    (lo_a, hi_a), (lo_b, hi_b) = default.critic_ranges_["forward"], b.critic_range
+    if option == "point_window":
+        assert lo_a == lo_b and hi_b <= hi_a
+    else:  # the same window, another estimate from it
+        assert (lo_a, hi_a) == (lo_b, hi_b)
+        assert b.fold_points != a.fold_points
+    raw = np.mean(b.fold_points)
+    assert np.isfinite(raw)
+    assert other.divergence_ == pytest.approx(max(raw, other.lower_bound_), rel=1e-12)
 
 
 @pytest.mark.slow
