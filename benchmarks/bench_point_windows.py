@@ -49,12 +49,7 @@ from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
 from rdpest.datasets import FAMILIES, make_renyi_pair
-from rdpest.estimators.windows import (
-    WINDOW_RULES,
-    _clipped_bracket,
-    point_estimate,
-    point_estimate_window,
-)
+from rdpest.estimators.windows import WINDOW_RULES, point_estimate, point_estimate_window
 from rdpest.utils.io import atomic_write_text
 
 RESULTS = Path(__file__).resolve().parent / "results" / "point_estimates" / "windows"
@@ -109,23 +104,19 @@ def seed_row(path: Path) -> dict:
     row = _cell_key(family, a, d, n, seed, truth)
     folds = sum(1 for k in values if k.endswith("_p_test"))
     windows = [fold_windows(values, i, a) for i in range(folds)]
-    for rule in WINDOW_RULES:
+
+    def cross_fitted(rule: str, form: str = "bracket") -> float:
+        """The mean over the folds of the held-out estimate under ``rule``'s window."""
         points = [
-            _clipped_bracket(values[f"fold{i}_p_test"], values[f"fold{i}_q_test"], w[rule], a)
+            point_estimate(values[f"fold{i}_p_test"], values[f"fold{i}_q_test"], w[rule], a, form)
             for i, w in enumerate(windows)
         ]
-        row[rule] = float(np.mean(points))
+        return float(np.mean(points))
+
+    for rule in WINDOW_RULES:
+        row[rule] = cross_fitted(rule)
     # The "shrunk" point form with the default (guarded) window.
-    row["shrunk"] = float(
-        np.mean(
-            [
-                point_estimate(
-                    values[f"fold{i}_p_test"], values[f"fold{i}_q_test"], w["guarded"], a, "shrunk"
-                )
-                for i, w in enumerate(windows)
-            ]
-        )
-    )
+    row["shrunk"] = cross_fitted("guarded", "shrunk")
     # What divergence_ reports: the cross-fitted estimate raised to the certified bound.
     bound = float(values["lower_bound"])
     for form in ("guarded", "shrunk"):
@@ -219,8 +210,8 @@ def table(summary: list[dict], command: str, fired: str = "", zero_rows=()) -> s
 
 
 def _forms_summary(summary: list[dict]) -> list[str]:
-    """The shrunk form against the bracket (both with the guarded window), raw and as
-    ``divergence_`` reports them (raised to the certified bound), per order group and n."""
+    """The shrunk form against the bracket (both with the guarded window), as ``divergence_``
+    reports them (raised to the certified bound), per order group and n."""
     lines = [
         "## The shrunk point form against the bracket",
         "",
