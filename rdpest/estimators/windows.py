@@ -147,9 +147,16 @@ def point_estimate_window(
 def _imbalance(g_p: np.ndarray, g_q: np.ndarray, alpha: float) -> tuple[float, float]:
     """abs(Δ) of the module docstring for one clipped critic, and its delta-method standard
     error."""
+    p_moment, q_moment, se_p, se_q = _normalised_moments(g_p, g_q, alpha)
+    return abs(p_moment - q_moment), float(np.hypot(se_p, se_q))
+
+
+def _normalised_moments(g_p, g_q, alpha: float) -> tuple[float, float, float, float]:
+    """A and B of the module docstring (g normalised on Q's rows) and each one's delta-method
+    standard error."""
     shift = log_mean_exp(g_q)
     a, b = (alpha - 1.0) * (g_p - shift), alpha * (g_q - shift)
-    return abs(log_mean_exp(a) - log_mean_exp(b)), float(np.hypot(_log_mean_se(a), _log_mean_se(b)))
+    return log_mean_exp(a), log_mean_exp(b), _log_mean_se(a), _log_mean_se(b)
 
 
 def _log_mean_se(x: np.ndarray) -> float:
@@ -195,10 +202,8 @@ def point_estimate(
     lo, hi = window
     alpha = float(alpha)
     g_p, g_q = np.clip(g_p, lo, hi), np.clip(g_q, lo, hi)
-    shift = log_mean_exp(g_q)
-    a, b = (alpha - 1.0) * (g_p - shift), alpha * (g_q - shift)
-    p_moment, q_moment = log_mean_exp(a), log_mean_exp(b)
+    p_moment, q_moment, se_p, se_q = _normalised_moments(g_p, g_q, alpha)
     delta = p_moment - q_moment
-    noise = _log_mean_se(a) ** 2 + _log_mean_se(b) ** 2
+    noise = se_p**2 + se_q**2
     weight = max(0.0, 1.0 - noise / delta**2) if delta != 0.0 else 0.0
     return float(p_moment / (alpha - 1.0) + weight * delta)
