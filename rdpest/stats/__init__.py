@@ -6,6 +6,8 @@
   variational bracket) or a fixed threshold test.
 - :mod:`rdpest.stats.divergences`: exact Rényi divergences of the benchmark families (their
   log-space quadrature lives in :mod:`rdpest.stats.quadrature`).
+- :mod:`rdpest.stats.efficiency`: the smallest standard error with which any estimator can
+  estimate D_α from two samples (the semiparametric efficiency bound).
 - :mod:`rdpest.stats.conversions`: RDP, (ε, δ)-DP and μ-GDP conversions and DP-SGD's ε_α (the
   μ-GDP privacy profile lives in :mod:`rdpest.stats.gdp`).
 """
