@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator, HoeffdingRenyiBound, MarkovRenyiBound
-from rdpest.datasets import family_parameters, make_renyi_pair
+from rdpest.datasets import family_divergence, family_parameters, make_renyi_pair
 from rdpest.stats import bounds, certificates, conversions, divergences, efficiency, gdp, regions
 from rdpest.stats import threshold_tests as thresholds
 
@@ -174,6 +174,10 @@ FUNCTIONS = {
         make_renyi_pair,
         {"family": "laplace_shift", "alpha": 2.0, "divergence": 1.0, "n_samples": 20},
     ),
+    "family_divergence": (
+        family_divergence,
+        {"family": "student_t_shift", "alpha": 2.0, "params": {"df": 3.0, "shift": 1.0}},
+    ),
     "efficient_standard_error": (
         efficiency.efficient_standard_error,
         {"divergence": lambda order: order / 8.0, "alpha": 2.0, "n_p": 100, "n_q": 200},
@@ -220,6 +224,7 @@ def _check(call, name: str, aliases: tuple[str, ...] = (), allow_inf: bool = Fal
 # Exact divergences that are +inf for some valid arguments (documented in each function).
 INFINITE_ALLOWED = {
     "bernoulli_renyi_divergence",
+    "family_divergence",  # inf beyond a scale change's limiting order
     "efficient_standard_error",  # inf: an infinite variance, or one beyond the float range
     "gaussian_renyi_divergence",
     "multivariate_gaussian_renyi_divergence",

@@ -64,7 +64,13 @@ from rdpest.utils.validation import (
     finite_result,
 )
 
-__all__ = ["FAMILIES", "family_parameters", "log_likelihood_ratio", "make_renyi_pair"]
+__all__ = [
+    "FAMILIES",
+    "family_divergence",
+    "family_parameters",
+    "log_likelihood_ratio",
+    "make_renyi_pair",
+]
 
 #: Names of the benchmark families accepted by :func:`make_renyi_pair`.
 FAMILIES = tuple(FAMILY_OPTIONS)
@@ -277,6 +283,52 @@ def make_renyi_pair(
         X = mean + rng.standard_normal((n_p, mean.size)) @ chol.T
         Y = rng.standard_normal((n_q, mean.size)) @ chol.T
     return X, Y, truth
+
+
+@finite_result(allow_inf=True)
+def family_divergence(family: str, alpha: float, params: dict) -> float:
+    """D_α(P‖Q) of a family with solved parameters, at any order α (not only the solved one).
+
+    Parameters
+    ----------
+    family : str
+        One of :data:`FAMILIES`.
+    alpha : float
+        Rényi order, > 1.
+    params : dict
+        Solved parameters, as returned by :func:`family_parameters`.
+
+    Returns
+    -------
+    float
+        The exact divergence, recomputed by :mod:`rdpest.stats.divergences`; ``inf`` where it is
+        infinite (gaussian_scale and laplace_scale beyond their limiting order). With
+        :func:`rdpest.stats.efficiency.efficient_standard_error`: how precisely any estimator can
+        estimate the pair's D_α from a given number of samples.
+
+    Examples
+    --------
+    >>> params = family_parameters("gaussian_shift", alpha=2.0, divergence=1.0)
+    >>> round(family_divergence("gaussian_shift", 8.0, params), 12)  # D_β = β μ² / 2, μ² = 1
+    4.0
+    """
+    log_likelihood_ratio(family, params)  # checks the family and the parameters' keys and values
+    alpha = check_alpha(alpha)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            value = true_divergence(family, alpha, params)
+    except (ArithmeticError, RuntimeError, ValueError) as exc:
+        raise ValueError(
+            f"the divergence of family {family!r} at alpha={alpha!r} and params {params!r} "
+            f"cannot be computed in double precision: {exc}"
+        ) from None
+    if math.isnan(value):
+        raise ValueError(
+            f"the divergence of family {family!r} at alpha={alpha!r} and params {params!r} "
+            "is not a number in double precision"
+        )
+    return value
 
 
 def log_likelihood_ratio(family: str, params: dict) -> Callable[[np.ndarray], np.ndarray]:
