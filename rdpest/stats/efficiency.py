@@ -37,6 +37,7 @@ samples than an audit has, and the sample moments' skew, not their variance, dec
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 
 import numpy as np
@@ -115,10 +116,9 @@ def efficient_standard_error(
 def _divergence_at(divergence: Callable[[float], float], order: float) -> float:
     """``divergence(order)`` as a float ≥ 0 or +inf, or a ValueError naming the order."""
     value = divergence(order)
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"divergence({order!r}) must be a real number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"divergence({order!r}) must be a real number, got {value!r}")
+    value = float(value)
     if math.isnan(value) or value < 0.0:
         raise ValueError(f"divergence({order!r}) must be ≥ 0 (or inf), got {value!r}")
     return value
