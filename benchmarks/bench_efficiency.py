@@ -119,12 +119,12 @@ def table(rows: list[dict], command: str) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for e in rows:
-        ratio = e["oracle_all"] / e["efficient"] if np.isfinite(e["efficient"]) else 0.0
+        ratio = f"{e['oracle_all'] / e['efficient']:.2f}" if np.isfinite(e["efficient"]) else ""
         lines.append(
             f"| {e['family']} | {e['alpha']:g} | {e['divergence']:g} | {e['n']} "
             f"| {e[DEFAULT]:.3f} | {e[SHRUNK]:.3f} | {e['oracle_all']:.3f} "
             f"| {min(e['floor'], e['floor_q']):.3f} | {e['target']:.3f} | {_num(e['efficient'])} "
-            f"| {ratio:.2f} | {e['verdict']} |"
+            f"| {ratio} | {e['verdict']} |"
         )
     return "\n".join([*lines, "", *_summary(rows), *_calibration(rows)]) + "\n"
 
