@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from bench_point_estimates import target_met
+from bench_point_estimates import by_n_and_orders, target, target_met
 
 from rdpest.datasets import family_divergence, family_parameters
 from rdpest.stats.efficiency import efficient_standard_error
@@ -42,13 +42,6 @@ MEDIAN_ABS_NORMAL = 0.6744897501960817
 NO_ROOT_N = 1.0
 DEFAULT, SHRUNK = "guarded_projected", "shrunk_projected"
 VERDICTS = ("met", "target below the bound", "no √n regime", "estimator gap")
-
-
-def target(entry: dict) -> float:
-    """The cell's accuracy target (bench_point_estimates.target_met), as a relative error."""
-    if entry["alpha"] <= 4:
-        return max(2 * min(entry["floor"], entry["floor_q"]), 0.05)
-    return 0.25
 
 
 def efficient_error(family: str, alpha: float, divergence: float, n: int) -> float:
@@ -78,11 +71,8 @@ def cells(source: Path) -> list[dict]:
     rows = [r for r in json.loads(source.read_text()) if "oracle_all" in r]
     out = []
     for r in rows:
-        entry = {
-            k: r[k]
-            for k in ("family", "alpha", "divergence", "n", "seeds", DEFAULT, SHRUNK, "oracle_all")
-        }
-        entry["floor"], entry["floor_q"] = r["floor"], r["floor_q"]
+        keys = ("family", "alpha", "divergence", "n", "seeds", DEFAULT, SHRUNK, "oracle_all")
+        entry = {k: r[k] for k in (*keys, "floor", "floor_q")}
         entry["target"] = target(entry)
         entry["efficient"] = efficient_error(r["family"], r["alpha"], r["divergence"], r["n"])
         entry["verdict"] = classify(entry)
@@ -137,10 +127,7 @@ def _summary(rows: list[dict]) -> list[str]:
         "| reachable target met: default / shrunk |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    groups: dict[tuple, list[dict]] = {}
-    for e in rows:
-        groups.setdefault((e["n"], "≤ 4" if e["alpha"] <= 4 else "≥ 8"), []).append(e)
-    for (n, orders), es in sorted(groups.items()):
+    for (n, orders), es in by_n_and_orders(rows):
         count = {v: sum(e["verdict"] == v for e in es) for v in VERDICTS}
         rooted = [e for e in es if e["efficient"] <= NO_ROOT_N]
         reach = [sum(_reachable_met(e, c) for e in rooted) for c in (DEFAULT, SHRUNK)]

@@ -389,12 +389,24 @@ def unreachable(entry: dict) -> str:
     return ""
 
 
-def target_met(entry: dict) -> bool:
-    """The accuracy target for one cell's cross-fitted estimate (see cross_fit_table)."""
+def target(entry: dict) -> float:
+    """The accuracy target of one cell, as a median relative error (see cross_fit_table)."""
     if entry["alpha"] <= 4:
-        floor = min(entry["floor"], entry["floor_q"])
-        return entry["cross_fit"] <= max(2 * floor, 0.05)
-    return entry["cross_fit"] <= 0.25
+        return max(2 * min(entry["floor"], entry["floor_q"]), 0.05)
+    return 0.25
+
+
+def target_met(entry: dict) -> bool:
+    """Whether one cell's cross-fitted estimate meets the cell's :func:`target`."""
+    return entry["cross_fit"] <= target(entry)
+
+
+def by_n_and_orders(rows: list[dict]) -> list[tuple[tuple[int, str], list[dict]]]:
+    """The rows grouped by n and by order range ("≤ 4" or "≥ 8"), in sorted order."""
+    groups: dict[tuple, list[dict]] = {}
+    for e in rows:
+        groups.setdefault((e["n"], "≤ 4" if e["alpha"] <= 4 else "≥ 8"), []).append(e)
+    return sorted(groups.items())
 
 
 def stored_rows(out: Path) -> list[dict]:

@@ -37,6 +37,7 @@ from bench_point_estimates import (
     EXACT_COLUMNS,
     _cell_key,
     _samples,
+    by_n_and_orders,
     exact_columns,
     realisable_cells,
     summarise,
@@ -222,11 +223,8 @@ def _forms_summary(summary: list[dict]) -> list[str]:
         "over 10% | above it by over 10% | mean error: bracket / shrunk |",
         "|---|---|---|---|---|---|---|",
     ]
-    groups: dict[tuple, list[dict]] = {}
-    for e in summary:
-        groups.setdefault((e["n"], "≤ 4" if e["alpha"] <= 4 else "≥ 8"), []).append(e)
-    for (n, orders), es in sorted(groups.items()):
-        bracket, shrunk = "guarded_projected", "shrunk_projected"
+    bracket, shrunk = PROJECTED
+    for (n, orders), es in by_n_and_orders(summary):
         counts = [sum(met(e, c) for e in es) for c in (bracket, shrunk)]
         better = sum(e[shrunk] < e[bracket] / 1.1 for e in es)
         worse = sum(e[shrunk] > 1.1 * e[bracket] for e in es)
