@@ -39,6 +39,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import warnings
@@ -106,24 +107,31 @@ def _check_n_samples(n_samples) -> tuple[int, int]:
     return int(pair[0]), int(pair[1])
 
 
+@contextlib.contextmanager
+def _in_double_precision(failure: str):
+    """Run the solvers or the quadrature quietly; where they fail, raise ValueError(failure ...).
+
+    Extreme orders and divergences push the solvers and the quadrature out of the float range
+    (OverflowError, a root finder that gives up, NaN densities): all of them mean that the pair
+    cannot be computed in double precision.
+    """
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            yield
+    except (ArithmeticError, RuntimeError, ValueError) as exc:
+        raise ValueError(f"{failure} in double precision: {exc}") from None
+
+
 def _solve(family, alpha, divergence, params) -> tuple[dict, float]:
     family = _check_family(family)
     alpha = check_alpha(alpha)
     divergence = check_positive(divergence, "divergence", allow_zero=True)
     options = check_options(family, params)
     what = f"alpha={alpha!r} and divergence={divergence!r}"
-    try:
-        # Extreme orders and divergences push the solvers and the quadrature out of the float
-        # range (OverflowError, a root finder that gives up, NaN densities): all of them mean
-        # that this pair cannot be realised in double precision.
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            solved = solve_family(family, alpha, divergence, options)
-            truth = true_divergence(family, alpha, solved)
-    except (ArithmeticError, RuntimeError, ValueError) as exc:
-        raise ValueError(
-            f"{what} cannot be realised by family {family!r} in double precision: {exc}"
-        ) from None
+    with _in_double_precision(f"{what} cannot be realised by family {family!r}"):
+        solved = solve_family(family, alpha, divergence, options)
+        truth = true_divergence(family, alpha, solved)
     values = np.concatenate([np.ravel(v) for v in solved.values()])
     if not (np.isfinite(values).all() and math.isfinite(truth)):
         raise ValueError(
@@ -314,20 +322,11 @@ def family_divergence(family: str, alpha: float, params: dict) -> float:
     """
     log_likelihood_ratio(family, params)  # checks the family and the parameters' keys and values
     alpha = check_alpha(alpha)
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            value = true_divergence(family, alpha, params)
-    except (ArithmeticError, RuntimeError, ValueError) as exc:
-        raise ValueError(
-            f"the divergence of family {family!r} at alpha={alpha!r} and params {params!r} "
-            f"cannot be computed in double precision: {exc}"
-        ) from None
+    what = f"the divergence of family {family!r} at alpha={alpha!r} and params {params!r}"
+    with _in_double_precision(f"{what} cannot be computed"):
+        value = true_divergence(family, alpha, params)
     if math.isnan(value):
-        raise ValueError(
-            f"the divergence of family {family!r} at alpha={alpha!r} and params {params!r} "
-            "is not a number in double precision"
-        )
+        raise ValueError(f"{what} is not a number in double precision")
     return value
 
 
