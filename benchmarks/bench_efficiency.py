@@ -27,11 +27,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from bench_point_estimates import by_n_and_orders, target, target_met
+from bench_point_estimates import by_n_and_orders, target, target_met, write_results
 
 from rdpest.datasets import family_divergence, family_parameters
 from rdpest.stats.efficiency import efficient_standard_error
-from rdpest.utils.io import atomic_write_text
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "results" / "point_estimates" / "windows" / "results.json"
@@ -185,11 +184,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     rows = cells(args.source)
-    text = table(rows, "python benchmarks/bench_efficiency.py")
     args.out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(args.out / "results.json", json.dumps(rows, indent=2))
-    atomic_write_text(args.out / "results.md", text)
-    print(text)
+    write_results(args.out, rows, table(rows, "python benchmarks/bench_efficiency.py"))
     return 0
 
 
