@@ -87,11 +87,21 @@ class _GaussianLogRatio:
             # and every estimate built on it is meaningless.
             for A, name in zip((P, Q), names, strict=True):
                 if not np.ptp(A, axis=0).any():
+                    what = "one row" if len(A) == 1 else f"constant ({len(A)} identical rows)"
                     raise ValueError(
                         f"the Gaussian estimate of the privacy loss is degenerate: the training "
-                        f"part of {name} is constant ({len(A)} identical rows), so its fitted "
-                        "density is a point mass; pass log_ratio explicitly (the exact privacy "
-                        "loss) or use DVRenyiEstimator"
+                        f"part of {name} is {what}, so its fitted density is a point mass; pass "
+                        "log_ratio explicitly (the exact privacy loss), give more samples, or "
+                        "use DVRenyiEstimator"
+                    )
+        with np.errstate(over="ignore", invalid="ignore"):
+            for A, name in ((P, names[0]), (Q, names[1]), (pooled, " and ".join(names))):
+                if not np.isfinite(np.cov(A, rowvar=False)).all():
+                    raise ValueError(
+                        "the Gaussian estimate of the privacy loss overflowed: the variance of "
+                        f"the training part of {name} is not finite in float64 (the samples' "
+                        "magnitudes are too large); rescale the samples, pass log_ratio "
+                        "explicitly, or use DVRenyiEstimator"
                     )
         d = pooled.shape[1]
         scale = float(np.trace(np.atleast_2d(np.cov(pooled, rowvar=False)))) / d

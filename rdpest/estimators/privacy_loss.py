@@ -96,8 +96,9 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
     def min_samples_per_side(self) -> int:
         if self._ratio_kind() != "gaussian":
             return 1
-        # The smallest n leaving at least one row to fit and one to certify.
-        return min_two_way_sample_size(self.test_fraction)
+        # The smallest n leaving two rows to fit (a fitted variance needs two) and one to
+        # certify.
+        return min_two_way_sample_size(self.test_fraction, train_rows=2)
 
     def _start_fit(self) -> None:
         self.log_ratios_: dict = {}

@@ -53,21 +53,23 @@ def _at_least(fraction: float, rows: int) -> int:
     return math.floor((rows - 0.5) / fraction) + 1
 
 
-def min_two_way_sample_size(test_fraction: float) -> int:
+def min_two_way_sample_size(test_fraction: float, train_rows: int = 1) -> int:
     """Smallest n >= 2 whose split into round(n * test_fraction) held-out rows and the rest
-    leaves at least one row in each part.
+    leaves at least one held-out row and ``train_rows`` rows to fit.
 
     Examples
     --------
     >>> min_two_way_sample_size(0.5), min_two_way_sample_size(0.1)
     (2, 6)
+    >>> min_two_way_sample_size(0.5, train_rows=2)  # a fitted variance needs two rows
+    4
     """
 
     def fits(n: int) -> bool:
         n_test = round(n * test_fraction)
-        return n_test >= 1 and n - n_test >= 1
+        return n_test >= 1 and n - n_test >= train_rows
 
-    estimate = max(_at_least(test_fraction, 1), _at_least(1.0 - test_fraction, 1))
+    estimate = max(_at_least(test_fraction, 1), _at_least(1.0 - test_fraction, train_rows))
     n = _smallest(fits, estimate, 2)
     if n >= _SEARCH_LIMIT:
         raise ValueError(f"test_fraction={test_fraction} leaves no room for both splits")

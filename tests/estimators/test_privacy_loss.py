@@ -451,7 +451,7 @@ def test_gaussian_fit_splits_and_is_not_certified():
 
 
 def test_too_few_samples_for_the_split():
-    with pytest.raises(ValueError, match="at least 2"):
+    with pytest.raises(ValueError, match="at least 4"):
         MarkovRenyiBound().fit([1.0], [0.0, 1.0])
     MarkovRenyiBound(log_ratio=gaussian_shift_loss).fit([1.0], [0.0])  # no split: 1 is enough
 
@@ -508,6 +508,46 @@ def test_degenerate_gaussian_fit_never_reports_a_negative_or_absurd_divergence(c
         assert "log_ratio" in str(exc) and "constant" in str(exc)
     else:
         assert math.isfinite(est.divergence_) and est.divergence_ >= 0.0
+
+
+@pytest.mark.parametrize("cls", [HoeffdingRenyiBound, MarkovRenyiBound])
+def test_the_smallest_sample_size_it_states_fits(cls):
+    """Catches the bug where min_samples_per_side() said 2 for the Gaussian fit while fit
+    failed at 2 and 3 samples: a 50% split left one training row, whose fitted variance is 0,
+    and the error called the random data "constant (1 identical rows)". The Gaussian fit needs
+    two training rows; with an exact log ratio one row is enough."""
+    kwargs = {"privacy_loss_bound": 20.0} if cls is HoeffdingRenyiBound else {}
+    rng = np.random.default_rng(0)
+    needed = cls(random_state=0, **kwargs).min_samples_per_side()
+    assert needed == 4
+    for seed in range(5):
+        est = cls(random_state=seed, **kwargs).fit(
+            rng.normal(1, 1, needed), rng.normal(0, 1, needed)
+        )
+        assert math.isfinite(est.divergence_)
+    with pytest.raises(ValueError, match="at least 4 per sample"):
+        cls(random_state=0, **kwargs).fit(rng.normal(1, 1, 3), rng.normal(0, 1, 3))
+    exact = cls(random_state=0, log_ratio=lambda x: x - 0.5, **kwargs)
+    assert exact.min_samples_per_side() == 1
+    # The one-row training part, reached directly, is named as such.
+    from rdpest.estimators.log_ratios import _GaussianLogRatio
+
+    with pytest.raises(ValueError, match="is one row"):
+        _GaussianLogRatio(np.ones((1, 1)), np.zeros((3, 1)))
+
+
+@pytest.mark.parametrize("cls", [HoeffdingRenyiBound, MarkovRenyiBound])
+def test_samples_too_large_for_a_gaussian_fit_are_named(cls):
+    """Catches the bug where samples of magnitude 1e300 overflowed the Gaussian fit's covariance
+    and surfaced as scipy's "array must not contain infs or NaNs", naming nothing."""
+    kwargs = {"privacy_loss_bound": 20.0} if cls is HoeffdingRenyiBound else {}
+    X, Y = np.random.default_rng(0).normal(0, 1, (2, 300))
+    with pytest.raises(ValueError, match=r"overflowed.*training part of X.*rescale"):
+        cls(random_state=0, **kwargs).fit(X * 1e300, Y * 1e300)
+    with pytest.raises(ValueError, match="training part of Y"):
+        cls(random_state=0, **kwargs).fit(X, Y * 1e300)
+    # Large but representable samples still fit (the estimate is invariant to the scale).
+    assert math.isfinite(cls(random_state=0, **kwargs).fit(X * 1e150, Y * 1e150).divergence_)
 
 
 def test_estimated_losses_are_clipped_to_both_sides_of_the_bound():
