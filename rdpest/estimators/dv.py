@@ -94,7 +94,8 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     weight_decay : float, default=1e-4
         Adam weight decay.
     critic_bound : float, default=20.0
-        M in g = M·tanh(h/M): the critic's output lies in (−M, M).
+        M in g = M·tanh(h/M): the critic's output lies in (−M, M). At most float32's
+        largest value (about 3.4e38), the critic's precision.
     critic_inputs : {"standard", "asinh", "quadratic"}, default="standard"
         What the critic sees of a sample x: (x − mean)/sd over its training rows, or
         asinh((x − median)/s), s the interquartile range scaled to a normal's sd
@@ -247,7 +248,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "ema_rate": [Interval(Real, 0, 1, closed="left")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "critic_bound": [Interval(Real, 0, None, closed="neither")],
+        "critic_bound": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="right")],
         "critic_inputs": [StrOptions(set(INPUT_TRANSFORMS))],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "test_fraction": [Interval(Real, 0, 1, closed="neither")],

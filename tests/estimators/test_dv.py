@@ -291,6 +291,11 @@ BAD_PARAMS = [
     ({"confidence_region": "box"}, "confidence_region"),
     ({"n_repeats": 0}, "n_repeats"),
     ({"critic_inputs": "log"}, "critic_inputs"),
+    ({"critic_bound": 0.0}, "critic_bound"),
+    ({"critic_bound": float("inf")}, "critic_bound"),
+    # Above float32's largest value the float32 critic's bound is inf, and its values
+    # inf·tanh(h/inf) were NaN: a NaN estimate with certified_=True.
+    ({"critic_bound": 1e39}, "critic_bound"),
 ]
 
 
