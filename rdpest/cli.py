@@ -105,10 +105,16 @@ def _report(est, truth: float | None = None) -> dict:
     if truth is not None:
         out["true_divergence"] = truth
     if not est.certified_:
+        # Nothing is certified, so the reported bound is the trivial one; the estimator's own
+        # value (which can exceed D_α, and the point estimate) is kept under its own name.
+        out["lower_bound"] = 0.0
+        out["uncertified_lower_bound"] = est.lower_bound_
         out["note"] = (
             f"not certified: {type(est).__name__} has no certified bound here (from samples "
             "alone it has no exact log ratio), so its lower_bound is 0 and its divergence a "
-            "plug-in estimate; --estimator dv or bernoulli certify a bound from samples"
+            "plug-in estimate; uncertified_lower_bound is its bound computed as if its estimated "
+            "log ratio were exact, which can exceed the true divergence; --estimator dv or "
+            "bernoulli certify a bound from samples"
         )
     return out
 
@@ -235,20 +241,44 @@ def _check_out_dir(out: Path) -> None:
             raise ValueError(f"--out {out}: {target} exists and is not a file")
 
 
+class _UsageError(ValueError):
+    """A combination of flags that cannot be used: reported like argparse's usage errors (status
+    2)."""
+
+
 def _cmd_audit(args) -> int:
+    out = Path(args.out)
+    if (args.target_epsilon is None) != (args.target_delta is None):
+        given, missing = (
+            ("--target-epsilon", "--target-delta")
+            if args.target_delta is None
+            else ("--target-delta", "--target-epsilon")
+        )
+        raise _UsageError(f"{given} needs {missing}: the (ε, δ) claim is given by the two together")
+    claims = (args.claimed_epsilon, args.noise_multiplier, args.target_epsilon)
+    if all(value is None for value in claims):
+        args.claimed_epsilon = 1.0  # the default claim when none is given
+    missing = [path for path in (out, *out.parents) if not path.exists()]
+    _check_out_dir(out)
+    try:
+        return _run_audit(args, out)
+    except BaseException:
+        # An audit refused before its first run (a bad file or setting) leaves none of the
+        # folders it created behind, as long as they are empty.
+        for path in missing:
+            if not path.is_dir() or any(path.iterdir()):
+                break
+            path.rmdir()
+        raise
+
+
+def _run_audit(args, out: Path) -> int:
     from joblib import parallel_config
 
     from rdpest.auditing import DPSGDAuditor
     from rdpest.auditing.dpsgd.data import load_data
     from rdpest.utils.processes import end_with_parent
 
-    out = Path(args.out)
-    if (args.target_epsilon is None) != (args.target_delta is None):
-        raise ValueError("--target-epsilon and --target-delta are given together")
-    claims = (args.claimed_epsilon, args.noise_multiplier, args.target_epsilon)
-    if all(value is None for value in claims):
-        args.claimed_epsilon = 1.0  # the default claim when none is given
-    _check_out_dir(out)
     X, y = load_data(args.data)  # before any training: a bad file ends here in one line
     print(
         f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.steps} full-batch steps) "
@@ -389,8 +419,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rdpest`` console script.
 
     Exit status: 0 success; 1 an error, reported on one line ``rdpest <command>: error: ...``
-    (``--traceback`` shows the full traceback instead); 2 a usage error (argparse); 130 when
-    interrupted with Ctrl-C.
+    (``--traceback`` shows the full traceback instead); 2 a usage error (argparse's, or flags
+    that only work together given alone); 130 when interrupted with Ctrl-C.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -419,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             message = f"{type(exc).__name__}: {exc}"
         print(f"rdpest {args.command}: error: {message}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, _UsageError) else 1
     finally:
         if handler is not None:
             logger.removeHandler(handler)

@@ -197,6 +197,26 @@ def test_uncertified_estimates_carry_a_note(tmp_path, name, capsys):
         assert "not certified" in capsys.readouterr().out
 
 
+def test_an_uncertified_bound_is_never_reported_as_the_lower_bound(tmp_path, capsys):
+    """Catches the bug where `rdpest estimate --estimator markov` printed lower_bound 1.96 (above
+    its own point estimate, 1.79) beside a note saying the lower bound is 0: the Q-form with a
+    fitted Gaussian log ratio overshoots, and its "bound" is not one."""
+    from rdpest import MarkovRenyiBound
+
+    rng = np.random.default_rng(0)
+    P, Q = rng.normal(0, 1, 300), rng.normal(1, 1, 300)
+    np.save(tmp_path / "p.npy", P)
+    np.save(tmp_path / "q.npy", Q)
+    argv = ["estimate", str(tmp_path / "p.npy"), str(tmp_path / "q.npy"), "--estimator", "markov"]
+    assert main([*argv, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    direct = MarkovRenyiBound(random_state=0).fit(P, Q)
+    assert direct.lower_bound_ > direct.divergence_  # the case the bug showed
+    assert report["certified"] is False and report["lower_bound"] == 0.0
+    assert report["uncertified_lower_bound"] == direct.lower_bound_
+    assert "uncertified_lower_bound" in report["note"]
+
+
 def test_estimate_help_says_how_to_reproduce_an_audit(capsys):
     with pytest.raises(SystemExit):
         main(["estimate", "--help"])
@@ -239,5 +259,26 @@ def test_audit_takes_opacus_epsilon_delta_as_the_claim(capsys, tmp_path):
     report = json.loads(capsys.readouterr().out)
     sigma = report["config"]["pipeline"]["noise_multiplier"]
     assert report["claimed_epsilon"] == pytest.approx(2.0 * 2 / (2 * sigma**2), rel=1e-9)
-    assert main([*argv[:-1], str(tmp_path / "b"), "--target-epsilon", "8"]) == 1
-    assert "together" in capsys.readouterr().err
+    # One of the pair alone is a usage error (status 2) saying what is missing; it once said
+    # "are given together" with status 1.
+    assert main([*argv[:-1], str(tmp_path / "b"), "--target-epsilon", "8"]) == 2
+    assert "--target-epsilon needs --target-delta" in capsys.readouterr().err
+    assert main([*argv[:-1], str(tmp_path / "b"), "--target-delta", "1e-5"]) == 2
+    assert "--target-delta needs --target-epsilon" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_refused_audit_leaves_no_empty_folder(tmp_path, capsys):
+    """Catches the bug where `rdpest audit --runs 3 --out NEW` created NEW and then failed on the
+    setting, leaving an empty folder behind. A folder that existed is kept, empty or not."""
+    new = tmp_path / "new" / "audit"
+    base = ["audit", "--steps", "2", "--n-jobs", "1"]
+    assert main([*base, "--runs", "3", "--out", str(new)]) == 1
+    assert "n_runs=3" in capsys.readouterr().err
+    assert not new.exists()
+    assert main([*base, "--alpha", "1", "--out", str(new)]) == 1
+    assert not (tmp_path / "new").exists()
+    existing = tmp_path / "kept"
+    existing.mkdir()
+    assert main([*base, "--runs", "3", "--out", str(existing)]) == 1
+    assert existing.is_dir()

@@ -235,7 +235,10 @@ class DPSGDAuditor:
         from opacus.accountants.utils import get_noise_multiplier
 
         if self.target_epsilon is None or self.target_delta is None:
-            raise ValueError("target_epsilon and target_delta are given together")
+            raise ValueError(
+                "target_epsilon and target_delta must be given together: the (ε, δ) claim is "
+                "the pair"
+            )
         epsilon = check_positive(self.target_epsilon, "target_epsilon")
         delta = check_open_unit(self.target_delta, "target_delta")
         steps, rate = check_steps(self.steps), check_sample_rate(self.sample_rate)
