@@ -35,7 +35,9 @@ class DVDiagnostics:
     threshold : tuple of (float, str) or None
         The threshold test's value and side (None for a bracket certificate).
     critic_range : tuple of float
-        The range the critic took on its training split.
+        The point estimate's clipping window, chosen on the critic's training split by
+        ``point_window``: the critic's range there under "range", possibly a lower top under
+        "balanced" and "guarded" (``critic_ranges_`` of the estimator holds the same).
     best_epoch : int
         The epoch kept by early stopping.
     fold_lower_bounds : list of float

@@ -118,4 +118,9 @@ def log_mean_exp(values: np.ndarray) -> float:
     >>> round(log_mean_exp(np.array([0.0, math.log(3.0)])), 12) == round(math.log(2.0), 12)
     True
     """
+    values = np.asarray(values)
+    if values.size == 0:
+        raise ValueError(
+            "log_mean_exp needs at least one value: the mean of no values is undefined"
+        )
     return float(logsumexp(values) - math.log(values.size))
