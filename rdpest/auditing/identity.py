@@ -6,8 +6,9 @@ covers what determines the scores, as far as it can be read:
 
 - an object with ``describe()`` (e.g. :class:`~rdpest.auditing.GaussianMechanismScore`): what
   that method returns (a JSON dict);
-- a module-level function or method: its qualified name and a digest of its code (its bytecode,
-  constants and the names it uses), so an edited function is a different pipeline;
+- a module-level function or method: its qualified name, a digest of its code (its bytecode,
+  constants and the names it uses) and the values of its default arguments, so an edited function
+  is a different pipeline;
 - a ``functools.partial``: the identity of its function and the values of its arguments;
 - a callable instance: its class's identity and the values of its attributes;
 - values: JSON types as they are, numpy arrays by a digest of their bytes, dataclasses, lists and
@@ -67,7 +68,21 @@ def _function_identity(fn: types.FunctionType) -> dict:
             f"the score function {qualname or fn} is {kind}, whose identity (its code and the "
             f"values it closes over) cannot be established for the run store: {_HOW}"
         )
-    return {"function": f"{fn.__module__}.{qualname}", "code": _code_digest(fn.__code__)}
+    return {"function": f"{fn.__module__}.{qualname}", **_code_and_defaults(fn)}
+
+
+def _code_and_defaults(fn: types.FunctionType) -> dict:
+    """The digest of a function's code, and its default argument values where it has any."""
+    identity = {"code": _code_digest(fn.__code__)}
+    # Default argument values determine the scores as much as the code does (their values live
+    # on the function, not in its bytecode). Recorded only where present, so the identity of a
+    # function without defaults is what it was before they were covered.
+    where = f"{fn.__qualname__}'s default arguments"
+    if fn.__defaults__:
+        identity["defaults"] = _value(list(fn.__defaults__), where)
+    if fn.__kwdefaults__:
+        identity["kwdefaults"] = _value(dict(fn.__kwdefaults__), where)
+    return identity
 
 
 def _value(value, where: str):
@@ -106,7 +121,10 @@ def _identity(fn, where: str) -> dict:
     if isinstance(fn, types.FunctionType):
         return _function_identity(fn)
     if isinstance(fn, types.MethodType):
-        return {"method": fn.__func__.__name__, "of": _value(fn.__self__, f"{where}.__self__")}
+        identity = {"method": fn.__func__.__name__, "of": _value(fn.__self__, f"{where}.__self__")}
+        if isinstance(fn.__func__, types.FunctionType):  # its code and defaults, as a function's
+            identity.update(_code_and_defaults(fn.__func__))
+        return identity
     if isinstance(fn, types.BuiltinFunctionType):
         return {"builtin": f"{getattr(fn, '__module__', None)}.{fn.__qualname__}"}
     if isinstance(fn, type):

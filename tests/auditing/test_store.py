@@ -13,6 +13,7 @@ import os
 import stat
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -110,6 +111,47 @@ def test_a_store_is_never_reused_by_another_pipeline(tmp_path, honest, buggy):
     else:
         again = _Trainer(1.0)
     _same(_audit(again, store=tmp_path).run(), _audit(honest).run())
+
+
+def _with_defaults(fn, defaults):
+    """``fn`` as it would be after editing its default arguments: same module, name and code."""
+    edited = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, defaults, fn.__closure__)
+    edited.__qualname__, edited.__module__ = fn.__qualname__, fn.__module__
+    return edited
+
+
+class _Pipeline(_Trainer):
+    """A callable instance (identified by its class and attributes) with a second entry point."""
+
+    def score(self, include_canary, seed, noise_scale_bug=1.0):
+        return _mechanism_score(include_canary, seed, noise_scale_bug)
+
+
+def test_a_function_whose_default_arguments_changed_is_another_pipeline(tmp_path):
+    """Bug: a function was identified by its name and bytecode only; a default argument lives
+    outside the bytecode, so editing `noise_scale_bug=1.0` to 0.25 in the score function's file
+    resumed the honest runs' store with the buggy pipeline (a reviewer's audit mixed runs of a
+    shift of 1 with runs of a shift of 5). Bound methods had no code digest at all."""
+    honest = _with_defaults(_mechanism_score, (1.0,))
+    buggy = _with_defaults(_mechanism_score, (0.25,))
+    assert honest.__code__ is buggy.__code__
+    _audit(honest, store=tmp_path / "f").run()
+    with pytest.raises(ValueError, match="different audit configuration"):
+        _audit(buggy, store=tmp_path / "f").run()
+    _same(
+        _audit(_with_defaults(_mechanism_score, (1.0,)), store=tmp_path / "f").run(),
+        _audit(honest).run(),
+    )
+    method = _Pipeline().score
+    _audit(method, store=tmp_path / "m").run()
+    original = _Pipeline.score.__defaults__
+    try:
+        _Pipeline.score.__defaults__ = (0.25,)
+        with pytest.raises(ValueError, match="different audit configuration"):
+            _audit(_Pipeline().score, store=tmp_path / "m").run()
+    finally:
+        _Pipeline.score.__defaults__ = original
+    _same(_audit(_Pipeline().score, store=tmp_path / "m").run(), _audit(method).run())
 
 
 def test_non_json_config_and_store_that_is_a_file_are_clear_errors(tmp_path):
