@@ -27,11 +27,18 @@ import functools
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
-from rdpest.stats.bounds import _clopper_pearson
+from rdpest.stats.bounds import MEAN_BOUND_METHODS, _clopper_pearson
 from rdpest.stats.threshold_tests import bernoulli_divergences
-from rdpest.utils.validation import check_alpha, check_int, check_open_unit
+from rdpest.utils.validation import (
+    check_alpha,
+    check_int,
+    check_open_unit,
+    check_option,
+    check_real,
+    check_seed,
+)
 
 __all__ = [
     "REFERENCE_MODELS",
@@ -49,38 +56,54 @@ _THRESHOLDS = np.linspace(-1.0, 4.0, 21)
 _DRAWS = 2000
 
 
+# The threshold power tabulates Clopper–Pearson limits for every count (n + 1 per side): larger
+# certifying samples are refused rather than exhausting memory.
+_MAX_THRESHOLD_N = 10_000_000
+
+
 def _checked_claim(claim) -> float:
-    claim = float(claim)
-    if not (math.isfinite(claim) and claim >= 0.0):
+    claim = check_real(claim, "claim")
+    if claim < 0.0:
         raise ValueError(f"claim must be a finite number >= 0, got {claim!r}")
     return claim
 
 
-def _checked_threshold(n_p, n_q, level_p, level_q) -> tuple[int, int, float, float]:
+def _checked_threshold(*design) -> tuple[int, int, float, float]:
     """A threshold test's design (certifying sizes, Clopper–Pearson levels), checked."""
-    return (
-        check_int(n_p, "n_p", 1),
-        check_int(n_q, "n_q", 1),
-        check_open_unit(level_p, "level_p"),
-        check_open_unit(level_q, "level_q"),
-    )
+    if len(design) != 4:
+        raise ValueError(f"threshold must be (n_p, n_q, level_p, level_q), got {design!r}")
+    n_p, n_q, level_p, level_q = design
+    n_p, n_q = check_int(n_p, "n_p", 1), check_int(n_q, "n_q", 1)
+    if max(n_p, n_q) > _MAX_THRESHOLD_N:
+        raise ValueError(
+            f"n_p and n_q must be at most {_MAX_THRESHOLD_N:,} for the threshold power (it "
+            f"tabulates every count), got {n_p} and {n_q}"
+        )
+    return n_p, n_q, check_open_unit(level_p, "level_p"), check_open_unit(level_q, "level_q")
 
 
-def _checked_bracket(n_p, n_q, level, method, critic_bound) -> tuple[int, int, float, str, float]:
+def _checked_bracket(*design) -> tuple[int, int, float, str, float]:
     """A bracket certificate's design (certifying sizes, level, method, critic bound), checked."""
+    if len(design) != 5:
+        raise ValueError(f"bracket must be (n_p, n_q, level, method, critic_bound), got {design!r}")
+    n_p, n_q, level, method, critic_bound = design
+    critic_bound = check_real(critic_bound, "critic_bound")
+    if critic_bound <= 0.0:
+        raise ValueError(f"critic_bound must be > 0, got {critic_bound!r}")
     return (
         check_int(n_p, "n_p", 2),
         check_int(n_q, "n_q", 2),
         check_open_unit(level, "level"),
-        str(method),
-        float(critic_bound),
+        check_option(method, MEAN_BOUND_METHODS, "method"),
+        critic_bound,
     )
 
 
 def _checked_divergence(divergence) -> float:
-    if not divergence >= 0.0:
+    divergence = check_real(divergence, "divergence")
+    if divergence < 0.0:
         raise ValueError(f"divergence must be >= 0, got {divergence!r}")
-    return float(divergence)
+    return divergence
 
 
 def _uniforms(random_state: int) -> tuple[np.ndarray, np.ndarray]:
@@ -119,6 +142,18 @@ class _Design:
         return max(best, 0.0), best_offset
 
 
+def _log_normal_mass(a, b):
+    """log(Φ(b) − Φ(a)) for a ≤ b elementwise, accurate in both tails (−inf where a = b)."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    # Below the median take the CDFs, above it the survival functions (Φ(b) − Φ(a) =
+    # S(a) − S(b)), so the larger term is never 1 − (a tiny number).
+    upper = a > 0.0
+    big = np.where(upper, special.log_ndtr(-a), special.log_ndtr(b))
+    small = np.where(upper, special.log_ndtr(-b), special.log_ndtr(a))
+    with np.errstate(divide="ignore"):
+        return big + np.log1p(-np.exp(small - big))
+
+
 class _BracketDesign:
     """The variational bracket certified with the exact log-ratio critic of the Gaussian location
     model, in a normal approximation.
@@ -142,10 +177,13 @@ class _BracketDesign:
 
         def moment(k):
             a, b = (lo - mean) / sd, (hi - mean) / sd
-            inside = np.exp(k * mean + (k * sd) ** 2 / 2) * (
-                stats.norm.cdf(b - k * sd) - stats.norm.cdf(a - k * sd)
-            )
-            return stats.norm.cdf(a) * np.exp(k * lo) + stats.norm.sf(b) * np.exp(k * hi) + inside
+            # The unclipped part e^{k·mean + (k·sd)²/2}·(Φ(b − k·sd) − Φ(a − k·sd)), in logs: at
+            # large divergences its first factor overflows while the second underflows (their
+            # product, at most e^{k·hi}, is finite), and inf·0 was NaN, read as power 0.
+            log_inside = k * mean + (k * sd) ** 2 / 2 + _log_normal_mass(a - k * sd, b - k * sd)
+            return (
+                stats.norm.cdf(a) * np.exp(k * lo) + stats.norm.sf(b) * np.exp(k * hi)
+            ) + np.exp(log_inside)
 
         return moment(c), moment(2 * c)
 
@@ -214,7 +252,9 @@ def threshold_power(
     alpha, claim = check_alpha(alpha), _checked_claim(claim)
     n_p, n_q, level_p, level_q = _checked_threshold(n_p, n_q, level_p, level_q)
     mu = math.sqrt(2.0 * _checked_divergence(divergence) / alpha)
-    return _Design(n_p, n_q, alpha, level_p, level_q, claim, random_state).power_at(mu)[0]
+    return _Design(
+        n_p, n_q, alpha, level_p, level_q, claim, check_seed(random_state, "random_state")
+    ).power_at(mu)[0]
 
 
 def bracket_power(
@@ -305,7 +345,9 @@ def detectable_divergence_of(
     power = check_open_unit(power, "power")
     threshold = None if threshold is None else _checked_threshold(*threshold)
     bracket = None if bracket is None else _checked_bracket(*bracket)
-    return _detectable(threshold, bracket, alpha, claim, power, int(random_state))
+    return _detectable(
+        threshold, bracket, alpha, claim, power, check_seed(random_state, "random_state")
+    )
 
 
 @functools.lru_cache(maxsize=256)

@@ -106,3 +106,57 @@ def test_three_verdicts_and_the_power_sentence():
     restored = AuditResult.from_json(honest.to_json())
     assert restored.power == honest.power and restored.verdict == "not_refuted"
     assert json.loads(honest.to_json())["power"]["reference_model"] == "gaussian_location"
+
+
+def test_bracket_power_keeps_growing_at_large_divergences():
+    """Catches the bug where the clipped log-normal moment e^{k·mean + (k·sd)²/2}·(Φ(..) − Φ(..))
+    overflowed to inf·0 = NaN at large divergences, read as power 0: bracket_power fell from 1 to
+    0 above D = 100 at α = 2, and detectable_divergence_of returned inf at α = 8, n = 2000 where
+    the bracket detects D ≈ 17."""
+    from rdpest.stats.power import _log_normal_mass, bracket_power, detectable_divergence_of
+
+    for alpha, divergences in ((2.0, (4, 100, 200, 400)), (8.0, (16, 32, 100))):
+        powers = [bracket_power(d, 1000, 1000, alpha, 0.00625, 1.0) for d in divergences]
+        assert all(p > 0.99 for p in powers), (alpha, powers)
+    d = detectable_divergence_of(8.0, 3.0, bracket=(2000, 2000, 0.00625, "betting", 20.0))
+    assert 10.0 < d < 30.0
+    # The log mass of a normal interval, against scipy where the direct difference is accurate,
+    # and finite in the far tails where the direct difference is 0.
+    from scipy import stats
+
+    a, b = np.array([-3.0, -1.0, 0.5, 5.0]), np.array([-2.0, 1.0, 2.0, 6.0])
+    np.testing.assert_allclose(
+        np.exp(_log_normal_mass(a, b)), stats.norm.cdf(b) - stats.norm.cdf(a), rtol=1e-10
+    )
+    assert np.isfinite(_log_normal_mass(np.array([40.0, -60.0]), np.array([41.0, -59.0]))).all()
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda p: p.threshold_power(np.inf, 100, 100, 2.0, 0.0125, 0.0125, 0.25), "divergence"),
+        (lambda p: p.threshold_power("1", 100, 100, 2.0, 0.0125, 0.0125, 0.25), "divergence"),
+        (lambda p: p.threshold_power(1.0, 100, 100, 2.0, 0.0125, 0.0125, None), "claim"),
+        (lambda p: p.threshold_power(1.0, 100, 100, 2.0, 0.0125, 0.0125, True), "claim"),
+        (lambda p: p.threshold_power(0.5, 10**9, 100, 2.0, 0.0125, 0.0125, 0.25), "at most"),
+        (lambda p: p.threshold_power(1.0, 9, 9, 2.0, 0.1, 0.1, 0.25, random_state=-1), "random"),
+        (lambda p: p.bracket_power(1.0, 100, 100, 2.0, 0.0125, 0.25, method="foo"), "method"),
+        (lambda p: p.bracket_power(1.0, 100, 100, 2.0, 0.0125, 0.25, critic_bound=-5), "critic"),
+        (lambda p: p.detectable_divergence_of(2.0, 1.0, threshold=(100, 100)), "threshold"),
+        (lambda p: p.detectable_divergence_of(2.0, 1.0, bracket=(100, 100, 0.01)), "bracket"),
+        (
+            lambda p: p.detectable_divergence_of(
+                2.0, 1.0, threshold=(100, 100, 0.01, 0.01), random_state=1.7
+            ),
+            "random_state",
+        ),
+    ],
+)
+def test_power_calculations_refuse_bad_arguments_by_name(call, match):
+    """Catches the bugs where these raised IndexError (an infinite divergence), TypeError (a
+    short design tuple, naming a private function), ran out of memory (10**9 rows), or silently
+    took a wrong method as betting, a negative critic bound as power 0 and a seed of 1.7 as 1."""
+    from rdpest.stats import power
+
+    with pytest.raises(ValueError, match=match):
+        call(power)
