@@ -226,6 +226,7 @@ INFINITE_ALLOWED = {
     "bernoulli_renyi_divergence",
     "family_divergence",  # inf beyond a scale change's limiting order
     "efficient_standard_error",  # inf: an infinite variance, or one beyond the float range
+    "gdp_from_rates",  # inf: a positive TPR - delta at FPR 0, which no finite epsilon explains
     "gaussian_renyi_divergence",
     "multivariate_gaussian_renyi_divergence",
 }

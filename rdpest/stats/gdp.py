@@ -296,7 +296,7 @@ class GDPFromRates(NamedTuple):
     epsilon_alpha: float
 
 
-@finite_result()
+@finite_result(allow_inf=True)
 def gdp_from_rates(tpr: float, fpr: float, alpha: float, delta: float) -> GDPFromRates:
     """(ε, δ)-DP, μ-GDP and (α, ε_α)-RDP implied by a test's rates, assuming a Gaussian curve.
 
@@ -304,7 +304,8 @@ def gdp_from_rates(tpr: float, fpr: float, alpha: float, delta: float) -> GDPFro
     TPR <= e^ε FPR + δ for every test, so ε >= log((TPR − δ)/FPR); μ is the GDP parameter whose
     privacy profile passes through (ε, δ) (:func:`gdp_mu`) and μ-GDP implies
     (α, αμ²/2)-RDP (:func:`gdp_to_rdp`). When TPR − δ <= FPR the rates show
-    nothing: ε = μ = ε_α = 0.
+    nothing: ε = μ = ε_α = 0. When FPR = 0 < TPR − δ no finite ε explains them: all three are
+    ``inf``.
 
     Parameters
     ----------

@@ -171,6 +171,13 @@ def test_gdp_from_rates_matches_hand_computation():
     assert result.epsilon_alpha == pytest.approx(alpha * mu**2 / 2, rel=1e-8)
 
 
+def test_gdp_from_rates_at_a_false_positive_rate_of_zero_is_infinite():
+    """Catches the bug where the documented inf (no finite ε explains TPR − δ > 0 = FPR) was
+    turned into "has no finite result ... an argument is too extreme" by the result check."""
+    assert gdp_from_rates(0.5, 0.0, 2.0, 1e-5) == (math.inf, math.inf, math.inf)
+    assert gdp_from_rates(1e-6, 0.0, 2.0, 1e-5) == (0.0, 0.0, 0.0)  # TPR <= δ shows nothing
+
+
 def test_gdp_from_rates_without_evidence_is_zero():
     assert gdp_from_rates(0.3, 0.3, 2.0, 1e-5) == (0.0, 0.0, 0.0)
     assert gdp_from_rates(0.1, 0.5, 2.0, 1e-5) == (0.0, 0.0, 0.0)  # never |μ| of a negative ε
