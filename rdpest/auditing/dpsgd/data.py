@@ -21,6 +21,7 @@ import gzip
 import math
 import numbers
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -184,16 +185,25 @@ def load_npz(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ValueError(f"path {path!r} does not exist or is not a file")
+    # A damaged archive fails in the zip layer (an empty file: EOFError; a truncated or foreign
+    # one: BadZipFile), none of them an OSError.
+    unreadable = (OSError, ValueError, EOFError, zipfile.BadZipFile)
     try:
         archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
+    except unreadable as exc:
         raise ValueError(f"could not read {path!r} as a NumPy .npz archive: {exc}") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise ValueError(f"{path!r} is a single .npy array, not an .npz archive with X and y")
     with archive:
         for x_key, y_key in _NPZ_KEYS:
             if x_key in archive.files and y_key in archive.files:
-                return load_arrays(archive[x_key], archive[y_key])
+                try:
+                    X, y = archive[x_key], archive[y_key]
+                except Exception as exc:
+                    # A damaged member fails in any layer: zlib.error, a CRC BadZipFile, numpy's
+                    # parse of a garbled header (tokenize.TokenError).
+                    raise ValueError(f"could not read {path!r}'s arrays: {exc}") from None
+                return load_arrays(X, y)
     raise ValueError(
         f"{path!r} must contain arrays 'X' and 'y' (or 'x_train' and 'y_train'); "
         f"found {sorted(archive.files)}"

@@ -103,6 +103,32 @@ def test_load_npz(tmp_path):
         load_npz(tmp_path / "missing.npz")
 
 
+def test_damaged_npz_files_are_named_value_errors(tmp_path):
+    """Catches the bug where a truncated or foreign .npz raised zipfile.BadZipFile and an empty
+    one EOFError (the CLI printed "error: BadZipFile: File is not a zip file")."""
+    good = tmp_path / "good.npz"
+    np.savez(good, X=np.ones((6, 2)), y=np.array([0, 1, 2, 0, 1, 2]))
+    data = good.read_bytes()
+    files = {
+        "truncated.npz": data[: len(data) // 2],
+        "garbage.npz": b"not a zip archive at all" * 10,
+        "empty.npz": b"",
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(ValueError, match=rf"{name}.*\.npz archive"):
+            load_npz(tmp_path / name)
+    # A member damaged inside an intact archive: its compressed bytes flipped.
+    compressed = tmp_path / "member.npz"
+    np.savez_compressed(compressed, X=np.arange(4000.0).reshape(2000, 2), y=np.zeros(2000))
+    raw = bytearray(compressed.read_bytes())
+    start = raw.index(b"X.npy") + 200
+    raw[start : start + 200] = bytes(200)
+    compressed.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"member\.npz"):
+        load_npz(compressed)
+
+
 @pytest.mark.parametrize("fraction", [0.0, 1.0, -0.5, "half", True])
 def test_split_rejects_bad_fraction(digits, fraction):
     with pytest.raises(ValueError, match="pretrain_fraction"):
