@@ -311,8 +311,9 @@ def load_mnist(path: str | os.PathLike, split: str = "train") -> tuple[np.ndarra
     ------
     ValueError
         If a file is missing or not readable, if its IDX header has a wrong magic number, type
-        code or number of dimensions, if its length does not match the sizes in its header, or
-        if the image and label files hold different numbers of examples.
+        code or number of dimensions, if its length does not match the sizes in its header, if
+        the image and label files hold different numbers of examples, or if a label lies outside
+        0–9.
 
     Examples
     --------
@@ -339,6 +340,12 @@ def load_mnist(path: str | os.PathLike, split: str = "train") -> tuple[np.ndarra
             )
         if len(part_labels) == 0:
             raise ValueError(f"{str(image_file)!r} holds no images")
+        bad = np.flatnonzero(part_labels > 9)
+        if bad.size:
+            raise ValueError(
+                f"{str(label_file)!r}: example {int(bad[0])} has label {int(part_labels[bad[0]])}, "
+                "outside MNIST's 0-9 (not an MNIST label file?)"
+            )
         images.append(part_images)
         labels.append(part_labels)
     if len({im.shape[1:] for im in images}) > 1:

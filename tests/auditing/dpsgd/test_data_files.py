@@ -153,6 +153,18 @@ def test_mnist_labels_swapped_with_images_is_a_clear_error(tmp_path):
         load_mnist(tmp_path)
 
 
+def test_mnist_labels_outside_0_to_9_are_refused(tmp_path):
+    """Catches the bug where an MNIST label file with a label of 200 was accepted (CIFAR-10's
+    loader checked its labels, MNIST's did not), and the audit sized its model's output from
+    the largest label."""
+    _, labels = write_mnist(tmp_path, "train", n=4, seed=5)
+    labels = labels.copy()
+    labels[2] = 200
+    (tmp_path / "train-labels-idx1-ubyte").write_bytes(idx_bytes(labels))
+    with pytest.raises(ValueError, match=r"example 2 has label 200, outside MNIST's 0-9"):
+        load_mnist(tmp_path)
+
+
 def test_mnist_bad_gzip_and_missing_files(tmp_path):
     write_mnist(tmp_path, "train", n=2, seed=6)
     (tmp_path / "train-images-idx3-ubyte").unlink()
