@@ -36,6 +36,7 @@ from rdpest.utils.validation import (
     check_levels,
     check_option,
     check_real,
+    check_seed,
     finite_result,
 )
 
@@ -212,6 +213,8 @@ def betting_lower_bound(
     >>> round(betting_lower_bound(x, beta=0.05), 3) < 2 / 7
     True
     """
+    if random_state is not None:
+        random_state = check_seed(random_state, "random_state")
     return _betting_lower(*_checked(x, beta, lower, upper), random_state)
 
 

@@ -61,6 +61,7 @@ from rdpest.utils.validation import (
     check_option,
     check_pair,
     check_real,
+    check_seed,
     finite_result,
 )
 
@@ -240,6 +241,7 @@ def select_window(
     g_p = check_finite_array(g_p, "g_p")
     g_q = check_finite_array(g_q, "g_q")
     _check_method(method)
+    random_state = check_seed(random_state, "random_state")
     return _best_window(g_p, g_q, alpha, beta, method, random_state=random_state)[0]
 
 

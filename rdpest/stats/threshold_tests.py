@@ -138,6 +138,7 @@ def select_threshold(
     """
     alpha = check_alpha(alpha)
     beta = check_beta(beta)
+    region = _check_region(region)
     s_p = np.sort(check_finite_array(s_p, "s_p"))
     s_q = np.sort(check_finite_array(s_q, "s_q"))
     return _select_threshold(s_p, s_q, alpha, beta, region)

@@ -92,8 +92,8 @@ def check_levels(levels, name: str = "levels") -> np.ndarray:
         raise ValueError(f"{name} must be a sequence of numbers in (0, 1), got {levels!r}")
     try:
         arr = np.asarray(levels)
-        if arr.dtype.kind not in "biuf":
-            raise TypeError("not real numbers")
+        if arr.dtype.kind not in "biuf" or arr.ndim > 1:
+            raise TypeError("not a flat sequence of real numbers")
         arr = arr.astype(np.float64).reshape(-1)
     except (TypeError, ValueError):
         raise ValueError(
