@@ -440,8 +440,17 @@ def _jsonable(value):
     return str(value)
 
 
+#: The verdicts an audit gives (rdpest.auditing.power.verdict_of).
+_VERDICTS = ("violation", "not_refuted", "underpowered")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _checked_payload(payload: dict, where: str) -> dict[str, Any]:
-    """The constructor arguments of an AuditResult from a parsed payload, each checked."""
+    """The constructor arguments of an AuditResult from a parsed payload, each checked, so that
+    what it reads back prints, plots and compares as the audit's own result did."""
 
     def need(key: str, kinds, what: str):
         if key not in payload:
@@ -451,13 +460,28 @@ def _checked_payload(payload: dict, where: str) -> dict[str, Any]:
             raise ValueError(f"{where}: {key!r} must be {what}, got {type(value).__name__}")
         return value
 
+    def fail(what: str):
+        raise ValueError(f"{where}: {what}")
+
     arrays = {}
     for key in ("losses_without_canary", "losses_with_canary"):
         values = need(key, list, "a list of numbers")
-        try:
-            arrays[key] = np.asarray(values, dtype=float).reshape(-1)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where}: {key!r} must be a list of numbers") from None
+        if not all(_is_number(v) for v in values):
+            fail(f"{key!r} must be a flat list of numbers")
+        arrays[key] = np.asarray(values, dtype=float).reshape(-1)
+        if not np.isfinite(arrays[key]).all():
+            fail(f"{key!r} must hold finite numbers")
+    if arrays["losses_without_canary"].size != arrays["losses_with_canary"].size:
+        fail("'losses_with_canary' and 'losses_without_canary' must have one loss per run each")
+    alpha = float(need("alpha", int | float, "a number"))
+    beta = float(need("beta", int | float, "a number"))
+    claim = float(need("claimed_epsilon", int | float, "a number"))
+    if not alpha > 1.0:
+        fail(f"'alpha' must be > 1, got {alpha!r}")
+    if not 0.0 < beta < 1.0:
+        fail(f"'beta' must be in (0, 1), got {beta!r}")
+    if not (math.isfinite(claim) and claim >= 0.0):
+        fail(f"'claimed_epsilon' must be a finite number >= 0, got {claim!r}")
     estimates = need("estimates", dict, "an object")
     for name, entry in estimates.items():
         if not isinstance(entry, dict) or not {
@@ -466,23 +490,63 @@ def _checked_payload(payload: dict, where: str) -> dict[str, Any]:
             "certified",
             "beta",
         } <= set(entry):
-            raise ValueError(
-                f"{where}: estimate {name!r} must have divergence, lower_bound, certified, beta"
-            )
+            fail(f"estimate {name!r} must have divergence, lower_bound, certified, beta")
+        if not (_is_number(entry["divergence"]) and _is_number(entry["lower_bound"])):
+            fail(f"estimate {name!r}: divergence and lower_bound must be numbers")
+        if not (_is_number(entry["beta"]) and 0.0 < entry["beta"] < 1.0):
+            fail(f"estimate {name!r}: beta must be a number in (0, 1)")
+        if not isinstance(entry["certified"], bool):
+            fail(f"estimate {name!r}: certified must be true or false")
+    verdict = need("verdict", str, "a string")
+    if verdict not in _VERDICTS:
+        fail(f"'verdict' must be one of {', '.join(_VERDICTS)}, got {verdict!r}")
+    sections = {
+        key: value if isinstance(value := payload.get(key, {}), dict) else {}
+        for key in ("config", "provenance", "power")
+    }
+    rounds = rounds if isinstance(rounds := payload.get("rounds", []), list) else []
+    _check_power(sections["power"], verdict, fail)
+    _check_rounds(sections["config"], rounds, fail)
     return {
         **arrays,
-        "claimed_epsilon": float(need("claimed_epsilon", int | float, "a number")),
-        "alpha": float(need("alpha", int | float, "a number")),
-        "beta": float(need("beta", int | float, "a number")),
+        "claimed_epsilon": claim,
+        "alpha": alpha,
+        "beta": beta,
         "estimates": estimates,
-        "verdict": need("verdict", str, "a string"),
-        **{
-            key: value if isinstance(value := payload.get(key, {}), dict) else {}
-            for key in ("config", "provenance", "power")
-        },
-        "rounds": rounds if isinstance(rounds := payload.get("rounds", []), list) else [],
+        "verdict": verdict,
+        **sections,
+        "rounds": rounds,
         "membership": _checked_membership(payload.get("membership", {}), where),
     }
+
+
+def _check_power(power: dict, verdict: str, fail) -> None:
+    """What the verdict's sentence reads from the power record has the type it needs."""
+    for key in ("max_certifiable", "target_power", "power_target", "target_epsilon"):
+        if key in power and not _is_number(power[key]):
+            fail(f"power {key!r} must be a number")
+    for key in ("detectable_epsilon", "runs_needed"):
+        if power.get(key) is not None and not _is_number(power[key]):
+            fail(f"power {key!r} must be a number or null")
+    if verdict == "underpowered" and "max_certifiable" not in power:
+        fail("an 'underpowered' verdict needs power 'max_certifiable'")
+    if "runs_needed" in power and not ("power_target" in power or "target_epsilon" in power):
+        fail("power 'runs_needed' needs 'power_target'")
+
+
+def _check_rounds(config: dict, rounds: list, fail) -> None:
+    """A sequential audit's rounds, as the summary and the plot read them."""
+    planned = config.get("rounds_planned", [])
+    if not isinstance(planned, list):
+        fail("config 'rounds_planned' must be a list")
+    for r in rounds:
+        if not (
+            isinstance(r, dict)
+            and all(_is_number(r.get(key)) for key in ("n_runs", "beta", "lower_bound"))
+        ):
+            fail("each round must have numbers 'n_runs', 'beta' and 'lower_bound'")
+    if len(planned) > 1 and not (rounds and _is_number(config.get("max_runs"))):
+        fail("a sequential audit ('rounds_planned') needs its 'rounds' and config 'max_runs'")
 
 
 #: The keys a result's membership readouts must have (when it has any).

@@ -324,6 +324,52 @@ def test_from_json_validates_its_payload(tmp_path):
     assert AuditResult.from_json(str(path)).verdict == AuditResult.from_json(path).verdict
 
 
+def _edited(payload: dict, path: str, value) -> str:
+    """The payload as JSON with the entry at ``path`` (keys joined by '/') replaced."""
+    edited = json.loads(json.dumps(payload))
+    *parents, last = path.split("/")
+    node = edited
+    for key in parents:
+        node = node[next(iter(node))] if key == "*" else node[key]
+    node[last] = value
+    return json.dumps(edited)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "match"),
+    [
+        ("estimates/*/beta", None, "beta must be a number"),
+        ("estimates/*/divergence", "x", "must be numbers"),
+        ("estimates/*/certified", "yes", "certified must be true or false"),
+        ("verdict", "banana", "'verdict' must be one of"),
+        ("alpha", 0.5, "'alpha' must be > 1"),
+        ("beta", 7, "'beta' must be in"),
+        ("claimed_epsilon", -1, "claimed_epsilon"),
+        ("losses_with_canary", [[1.0, 2.0]], "flat list"),
+        ("losses_with_canary", [1.0, 2.0], "one loss per run"),
+        ("losses_with_canary", ["1.5"], "flat list"),
+        ("power", {}, "needs power 'max_certifiable'"),
+        ("power/max_certifiable", "big", "max_certifiable"),
+        ("config/rounds_planned", 5, "rounds_planned"),
+        ("rounds", [], "needs its 'rounds'"),  # with rounds_planned [10, 20], below
+    ],
+)
+def test_from_json_refuses_what_summary_could_not_print(path, value, match):
+    """Bug: from_json accepted wrong types inside the payload (a null beta, a string estimate,
+    an empty power record for an underpowered verdict, a sequential plan without rounds, nested
+    or unequal losses, a verdict of "banana") and summary() then failed with a bare TypeError or
+    IndexError, or printed wrong run counts."""
+    result = _audit(GaussianMechanismScore(), n_runs=10).run()
+    payload = json.loads(result.to_json())
+    payload["verdict"] = "underpowered"  # so that the power record's check applies
+    payload["power"]["max_certifiable"] = payload["claimed_epsilon"]
+    assert AuditResult.from_json(json.dumps(payload)).summary()
+    if path == "rounds":  # a sequential plan without its rounds
+        payload["config"]["rounds_planned"] = [10, 20]
+    with pytest.raises(ValueError, match=match):
+        AuditResult.from_json(_edited(payload, path, value))
+
+
 # ------------------------------------------------------------------------------------------------
 # 8 (score values) and 14 (files)
 @pytest.mark.parametrize("value", ["1.5", True, None, [1.0]], ids=["str", "bool", "none", "list"])
