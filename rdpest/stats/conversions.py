@@ -267,6 +267,15 @@ def _opacus_epsilon_alpha(
     except (OverflowError, ZeroDivisionError):
         # σ so small that σ² underflows (or a term overflows): no privacy at all.
         return math.inf
+    if math.isnan(rdp):
+        # Opacus's series for fractional orders loses all precision at very high orders (NaN
+        # from about α = 2000 at q = 0.1); a root search on it failed with scipy's "function
+        # value is NaN".
+        raise ValueError(
+            f"Opacus's RDP analysis gives no value at alpha={alpha:g} (noise_multiplier="
+            f"{noise_multiplier:g}, sample_rate={sample_rate:g}): its series loses precision at "
+            "such orders; use a lower order"
+        )
     return float(rdp)
 
 

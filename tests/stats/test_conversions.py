@@ -537,3 +537,16 @@ BAD_CALLS = [
 def test_bad_input_raises_value_error_naming_argument(function, args, kwargs, match):
     with pytest.raises(ValueError, match=match):
         function(*args, **kwargs)
+
+
+def test_orders_beyond_opacus_precision_are_named():
+    """Catches the bug where noise_multiplier_for_epsilon_alpha at alpha = 2000 (q < 1) failed
+    with scipy's "The function value at x=... is NaN; solver cannot continue": Opacus's series
+    for fractional orders returns NaN there, which is now a ValueError naming the order."""
+    from rdpest.stats.conversions import dpsgd_epsilon_alpha, noise_multiplier_for_epsilon_alpha
+
+    with pytest.raises(ValueError, match=r"alpha=2000.*lower order"):
+        noise_multiplier_for_epsilon_alpha(1.0, 0.1, 8, 2000.0)
+    with pytest.raises(ValueError, match=r"alpha=3000.*lower order"):
+        dpsgd_epsilon_alpha(1.0, 0.1, 8, 3000.0)
+    assert dpsgd_epsilon_alpha(1.0, 0.1, 8, 1000.0) > 0  # still computed where Opacus is finite
