@@ -316,6 +316,8 @@ def test_log_ratio_edge_rates():
         ({"family": "subsampled_gaussian", "sampling_rate": math.nan}, "sampling_rate"),
         ({"family": "multivariate_gaussian", "dimension": 0}, "dimension"),
         ({"family": "multivariate_gaussian", "dimension": 2.0}, "dimension"),
+        # A dense 10^5 x 10^5 covariance (80 GB) raised MemoryError before the limit existed.
+        ({"family": "multivariate_gaussian", "dimension": 10**5}, "between 1 and 1000"),
         ({"family": "multivariate_gaussian", "dimension": 3, "correlation": -0.5}, "correlation"),
         ({"family": "multivariate_gaussian", "correlation": 1.0}, "correlation"),
         ({"family": "multivariate_gaussian", "dimension": 1, "correlation": -1.0}, "correlation"),

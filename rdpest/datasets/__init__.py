@@ -172,8 +172,9 @@ def family_parameters(family: str, alpha: float, divergence: float, **params) ->
         Target D_α(P‖Q) >= 0; 0 gives P = Q.
     **params
         Family options: ``sampling_rate`` in (0, 1] for ``"subsampled_gaussian"`` (default 0.2);
-        ``dimension`` >= 1 (default 2) and ``correlation`` in (−1/(d−1), 1) (default 0.5) for
-        ``"multivariate_gaussian"``; ``df`` in [1, 1000] (default 3) for ``"student_t_shift"``.
+        ``dimension`` in [1, 1000] (default 2) and ``correlation`` in (−1/(d−1), 1) (default
+        0.5) for ``"multivariate_gaussian"``; ``df`` in [1, 1000] (default 3) for
+        ``"student_t_shift"``.
         Other families take none.
 
     Returns

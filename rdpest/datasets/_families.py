@@ -72,6 +72,8 @@ _MAX_POISSON_RATE = 2.0**32
 # mpmath integration over df in [1, 1000], shifts up to 1000 and orders up to 64 (agreement to
 # about 1e-12 relative).
 _DF_RANGE = (1.0, 1e3)
+# The largest dimension of the multivariate Gaussian pair (its dense covariance: 8 MB at 1,000).
+MAX_DIMENSION = 1000
 _MAX_T_SHIFT = 1e3
 
 
@@ -94,8 +96,12 @@ def check_options(family: str, params: dict) -> dict:
         dimension = options["dimension"]
         if isinstance(dimension, bool) or not isinstance(dimension, numbers.Integral):
             raise ValueError(f"dimension must be an integer >= 1, got {dimension!r}")
-        if dimension < 1:
-            raise ValueError(f"dimension must be >= 1, got {dimension!r}")
+        if not 1 <= dimension <= MAX_DIMENSION:
+            # The family's covariance is a dense d x d matrix (8·d² bytes; 80 GB at 10⁵).
+            raise ValueError(
+                f"dimension must be between 1 and {MAX_DIMENSION} (the pair's covariance is a "
+                f"dense d x d matrix), got {dimension!r}"
+            )
         correlation = check_real(options["correlation"], "correlation")
         # Σ = (1−ρ) I + ρ 11ᵀ has eigenvalues 1 − ρ and 1 + (d−1)ρ: positive definite iff
         # −1/(d−1) < ρ < 1 (for d = 1, −1 < ρ < 1 by convention, ρ being unused).
