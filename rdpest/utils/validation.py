@@ -236,6 +236,10 @@ def check_finite_array(x, name: str, *, ndim: int | None = 1, min_size: int = 1)
     return arr
 
 
+#: The largest binomial count accepted (scipy's beta quantiles need 64-bit integers).
+_MAX_TRIALS = 2**62
+
+
 def check_counts(successes, trials) -> tuple[int, int]:
     """Binomial counts: integers (not bools), ``trials >= 1`` and ``0 <= successes <= trials``."""
     for value, name in ((successes, "successes"), (trials, "trials")):
@@ -244,6 +248,9 @@ def check_counts(successes, trials) -> tuple[int, int]:
     k, n = int(successes), int(trials)
     if n < 1:
         raise ValueError(f"trials must be >= 1, got {n}")
+    if n > _MAX_TRIALS:
+        # scipy's beta quantiles take 64-bit integers at most (2**63 raised a bare TypeError).
+        raise ValueError(f"trials must be at most 2**62, got {n}")
     if not 0 <= k <= n:
         raise ValueError(f"successes must lie in [0, trials] = [0, {n}], got {k}")
     return k, n

@@ -38,3 +38,13 @@ def test_good_arguments_still_pass():
     assert select_threshold(G_P, G_Q, 2.0, 0.05, region="joint")[1] in ("upper", "lower")
     assert betting_lower_bound(X, 0.05, random_state=np.int64(3)) < X.mean()
     assert betting_lower_bound(X, 0.05, random_state=None) < X.mean()
+
+
+def test_counts_beyond_64_bits_are_refused_by_name():
+    """Catches the bug where clopper_pearson_lower_bound(2**69, 2**70, 0.05) raised scipy's bare
+    "ufunc '_beta_ppf' not supported" TypeError."""
+    from rdpest.stats.bounds import clopper_pearson_lower_bound
+
+    with pytest.raises(ValueError, match="trials must be at most"):
+        clopper_pearson_lower_bound(2**69, 2**70, 0.05)
+    assert 0.49 < clopper_pearson_lower_bound(2**61, 2**62, 0.05) < 0.5
