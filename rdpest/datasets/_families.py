@@ -72,9 +72,9 @@ _MAX_POISSON_RATE = 2.0**32
 # mpmath integration over df in [1, 1000], shifts up to 1000 and orders up to 64 (agreement to
 # about 1e-12 relative).
 _DF_RANGE = (1.0, 1e3)
+_MAX_T_SHIFT = 1e3
 # The largest dimension of the multivariate Gaussian pair (its dense covariance: 8 MB at 1,000).
 MAX_DIMENSION = 1000
-_MAX_T_SHIFT = 1e3
 
 
 def check_options(family: str, params: dict) -> dict:
