@@ -95,19 +95,19 @@ class _GaussianLogRatio:
                         "use DVRenyiEstimator"
                     )
         with np.errstate(over="ignore", invalid="ignore"):
-            for A, name in ((P, names[0]), (Q, names[1]), (pooled, " and ".join(names))):
-                if not np.isfinite(np.cov(A, rowvar=False)).all():
-                    raise ValueError(
-                        "the Gaussian estimate of the privacy loss overflowed: the variance of "
-                        f"the training part of {name} is not finite in float64 (the samples' "
-                        "magnitudes are too large); rescale the samples, pass log_ratio "
-                        "explicitly, or use DVRenyiEstimator"
-                    )
-        d = pooled.shape[1]
-        scale = float(np.trace(np.atleast_2d(np.cov(pooled, rowvar=False)))) / d
+            cov_p, cov_q, cov_pooled = (_covariance(A) for A in (P, Q, pooled))
+        for cov, name in ((cov_p, names[0]), (cov_q, names[1]), (cov_pooled, " and ".join(names))):
+            if not np.isfinite(cov).all():
+                raise ValueError(
+                    "the Gaussian estimate of the privacy loss overflowed: the variance of the "
+                    f"training part of {name} is not finite in float64 (the samples' magnitudes "
+                    "are too large); rescale the samples, pass log_ratio explicitly, or use "
+                    "DVRenyiEstimator"
+                )
+        scale = float(np.trace(cov_pooled)) / pooled.shape[1]
         ridge = _RIDGE * scale if scale > 0.0 else 1.0
-        self.mean_p, self.chol_p, self.log_det_p = _gaussian_fit(P, ridge)
-        self.mean_q, self.chol_q, self.log_det_q = _gaussian_fit(Q, ridge)
+        self.mean_p, self.chol_p, self.log_det_p = _gaussian_fit(P, cov_p, ridge)
+        self.mean_q, self.chol_q, self.log_det_q = _gaussian_fit(Q, cov_q, ridge)
 
     def __call__(self, A: np.ndarray, name: str) -> np.ndarray:
         out = _log_density(A, self.mean_p, self.chol_p, self.log_det_p) - _log_density(
@@ -121,12 +121,18 @@ class _GaussianLogRatio:
         return out
 
 
-def _gaussian_fit(A: np.ndarray, ridge: float) -> tuple[np.ndarray, np.ndarray, float]:
+def _covariance(A: np.ndarray) -> np.ndarray:
+    """The (d, d) sample covariance of the rows of ``A`` (zero for a single row)."""
     d = A.shape[1]
-    mean = A.mean(axis=0)
-    cov = np.atleast_2d(np.cov(A, rowvar=False)) if len(A) > 1 else np.zeros((d, d))
-    chol = np.linalg.cholesky(cov + ridge * np.eye(d))
-    return mean, chol, 2.0 * float(np.sum(np.log(np.diag(chol))))
+    return np.atleast_2d(np.cov(A, rowvar=False)) if len(A) > 1 else np.zeros((d, d))
+
+
+def _gaussian_fit(
+    A: np.ndarray, cov: np.ndarray, ridge: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Mean, Cholesky factor of the ridged covariance and its log-determinant."""
+    chol = np.linalg.cholesky(cov + ridge * np.eye(A.shape[1]))
+    return A.mean(axis=0), chol, 2.0 * float(np.sum(np.log(np.diag(chol))))
 
 
 def _log_density(A, mean, chol, log_det) -> np.ndarray:
