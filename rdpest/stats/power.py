@@ -36,7 +36,7 @@ from rdpest.utils.validation import (
     check_int,
     check_open_unit,
     check_option,
-    check_real,
+    check_positive,
     check_seed,
 )
 
@@ -62,10 +62,7 @@ _MAX_THRESHOLD_N = 10_000_000
 
 
 def _checked_claim(claim) -> float:
-    claim = check_real(claim, "claim")
-    if claim < 0.0:
-        raise ValueError(f"claim must be a finite number >= 0, got {claim!r}")
-    return claim
+    return check_positive(claim, "claim", allow_zero=True)
 
 
 def _checked_threshold(*design) -> tuple[int, int, float, float]:
@@ -87,23 +84,17 @@ def _checked_bracket(*design) -> tuple[int, int, float, str, float]:
     if len(design) != 5:
         raise ValueError(f"bracket must be (n_p, n_q, level, method, critic_bound), got {design!r}")
     n_p, n_q, level, method, critic_bound = design
-    critic_bound = check_real(critic_bound, "critic_bound")
-    if critic_bound <= 0.0:
-        raise ValueError(f"critic_bound must be > 0, got {critic_bound!r}")
     return (
         check_int(n_p, "n_p", 2),
         check_int(n_q, "n_q", 2),
         check_open_unit(level, "level"),
         check_option(method, MEAN_BOUND_METHODS, "method"),
-        critic_bound,
+        check_positive(critic_bound, "critic_bound"),
     )
 
 
 def _checked_divergence(divergence) -> float:
-    divergence = check_real(divergence, "divergence")
-    if divergence < 0.0:
-        raise ValueError(f"divergence must be >= 0, got {divergence!r}")
-    return divergence
+    return check_positive(divergence, "divergence", allow_zero=True)
 
 
 def _uniforms(random_state: int) -> tuple[np.ndarray, np.ndarray]:
