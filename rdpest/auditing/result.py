@@ -425,7 +425,7 @@ def _noise_multiplier(config: dict) -> float | None:
     for where in (config.get("pipeline"), config):
         if isinstance(where, dict):
             sigma = where.get("noise_multiplier")
-            if isinstance(sigma, int | float) and not isinstance(sigma, bool):
+            if _is_number(sigma):
                 return float(sigma)
     return None
 
@@ -566,9 +566,7 @@ def _checked_membership(value, where: str) -> dict[str, Any]:
     rates = value["tpr_at_fpr"]
     if not isinstance(rates, dict):
         raise ValueError(f"{where}: membership 'tpr_at_fpr' must be an object")
-    if not all(
-        isinstance(v, int | float) and not isinstance(v, bool) for v in [*numbers, *rates.values()]
-    ):
+    if not all(_is_number(v) for v in [*numbers, *rates.values()]):
         raise ValueError(f"{where}: the membership readouts must be numbers")
     return value
 
