@@ -32,7 +32,7 @@ import numpy as np
 
 from rdpest.utils.io import array_digest, qualified_name
 
-__all__ = ["score_fn_identity"]
+__all__ = ["callable_identity", "score_fn_identity"]
 
 _HOW = (
     "give the score function a describe() method returning a JSON dict of what determines its "
@@ -60,13 +60,13 @@ def _code_digest(code: types.CodeType) -> str:
     return h.hexdigest()[:16]
 
 
-def _function_identity(fn: types.FunctionType) -> dict:
+def _function_identity(fn: types.FunctionType, what: str) -> dict:
     qualname = getattr(fn, "__qualname__", "")
     if fn.__name__ == "<lambda>" or "<locals>" in qualname:
         kind = "a lambda" if fn.__name__ == "<lambda>" else "a function defined inside another"
         raise _Unidentifiable(
-            f"the score function {qualname or fn} is {kind}, whose identity (its code and the "
-            f"values it closes over) cannot be established for the run store: {_HOW}"
+            f"{what} {qualname or fn} is {kind}, whose identity (its code and the "
+            f"values it closes over) cannot be established for the run store"
         )
     return {"function": f"{fn.__module__}.{qualname}", **_code_and_defaults(fn)}
 
@@ -108,18 +108,18 @@ def _value(value, where: str):
     raise _Unidentifiable(f"{where} is a {type(value).__name__}, which has no stable identity")
 
 
-def _identity(fn, where: str) -> dict:
+def _identity(fn, where: str, what: str = "the callable") -> dict:
     describe = getattr(fn, "describe", None)
     if callable(describe) and not isinstance(fn, type):
         return {"describe": _value(describe(), f"{where}.describe()")}
     if isinstance(fn, functools.partial):
         return {
-            "partial": _identity(fn.func, f"{where}.func"),
+            "partial": _identity(fn.func, f"{where}.func", what),
             "args": _value(list(fn.args), f"{where}.args"),
             "keywords": _value(dict(fn.keywords), f"{where}.keywords"),
         }
     if isinstance(fn, types.FunctionType):
-        return _function_identity(fn)
+        return _function_identity(fn, what)
     if isinstance(fn, types.MethodType):
         identity = {"method": fn.__func__.__name__, "of": _value(fn.__self__, f"{where}.__self__")}
         if isinstance(fn.__func__, types.FunctionType):  # its code and defaults, as a function's
@@ -140,6 +140,26 @@ def _identity(fn, where: str) -> dict:
     }
 
 
+def callable_identity(fn, name: str, what: str, how: str) -> dict:
+    """A JSON dict identifying the callable ``fn`` for a run store, or ValueError.
+
+    ``name`` is the argument's name and ``what`` describes it in messages ("model", "the model
+    factory"); ``how`` says how to make it identifiable. The identity is
+    :func:`score_fn_identity`'s: a ``describe()`` method's dict, else the function's name, code
+    digest and defaults (a partial's function and arguments, a callable instance's class and
+    attributes).
+    """
+    try:
+        identity = _identity(fn, name, what)
+        if "describe" in identity:  # a described pipeline is recorded as it describes itself
+            if not isinstance(identity["describe"], dict):
+                raise _Unidentifiable(f"{name}.describe() must return a dict")
+            return identity["describe"]
+        return identity
+    except _Unidentifiable as exc:
+        raise ValueError(f"cannot identify {what} for the run store ({exc}): {how}") from None
+
+
 def score_fn_identity(score_fn) -> dict:
     """A JSON dict identifying ``score_fn`` for a run store, or ValueError saying how to name it.
 
@@ -154,17 +174,6 @@ def score_fn_identity(score_fn) -> dict:
     >>> score_fn_identity(lambda include_canary, seed: 0.0)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: the score function <lambda> is a lambda, ...
+    ValueError: cannot identify the score function for the run store (the score function ...
     """
-    try:
-        identity = _identity(score_fn, "score_fn")
-        if "describe" in identity:  # a described pipeline is recorded as it describes itself
-            if not isinstance(identity["describe"], dict):
-                raise _Unidentifiable("score_fn.describe() must return a dict")
-            return identity["describe"]
-        return identity
-    except _Unidentifiable as exc:
-        message = str(exc)
-        if _HOW not in message:
-            message = f"cannot identify the score function for the run store ({message}): {_HOW}"
-        raise ValueError(message) from None
+    return callable_identity(score_fn, "score_fn", "the score function", _HOW)

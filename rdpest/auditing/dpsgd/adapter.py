@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from rdpest.auditing.dpsgd.canaries import canary_loss
-from rdpest.auditing.identity import score_fn_identity
+from rdpest.auditing.identity import callable_identity
 from rdpest.stats.conversions import dpsgd_epsilon_alpha
 from rdpest.utils.io import array_digest
 from rdpest.utils.torch_helpers import forked_rng, resolve_device
@@ -429,13 +429,8 @@ class OpacusTraining:
 
 
 def _callable_identity(fn, name: str) -> dict:
-    try:
-        return score_fn_identity(fn)
-    except ValueError as exc:
-        raise ValueError(
-            f"cannot identify {name} for the run store ({exc}); define {name} at module level, "
-            "or pass Auditor(config={...}) naming the pipeline"
-        ) from None
+    how = f"define {name} at module level, or pass Auditor(config={{...}}) naming the pipeline"
+    return callable_identity(fn, name, name, how)
 
 
 def _warn_if_different(without: list, with_: list) -> bool:

@@ -21,7 +21,7 @@ from rdpest.auditing.auditor import AUDIT_SETTINGS, Auditor, check_audit_setting
 from rdpest.auditing.dpsgd.canaries import make_canary
 from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, split_pretrain
-from rdpest.auditing.dpsgd.models import make_model
+from rdpest.auditing.dpsgd.models import check_model, factory_identity, make_model
 from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
 from rdpest.auditing.dpsgd.training import pretrain
 from rdpest.auditing.membership import MEMBERSHIP_DELTA
@@ -75,7 +75,12 @@ class DPSGDAuditor:
         Logistic regression, a one-hidden-layer MLP, a small CNN for 8×8 digits, the DP-SGD
         literature's CNNs for MNIST (1×28×28) and CIFAR-10 (3×32×32) images (see
         :mod:`rdpest.auditing.dpsgd.models`), or a factory
-        ``f(n_features, n_classes) -> torch.nn.Module`` (picklable for ``n_jobs != 1``).
+        ``f(n_features, n_classes) -> torch.nn.Module`` (picklable for ``n_jobs != 1``). It is
+        fed batches shaped like the data's rows and must return float32 logits of shape
+        ``(b, n_classes)``; it is checked on two rows before any training. With a ``store`` the
+        factory must be identifiable (a module-level function, a ``functools.partial`` of one,
+        or an object with ``describe()``; not a lambda): the store records its code digest,
+        default arguments and parameter shapes, so an edited factory is refused, not mixed.
     canary : {"blank", "clipbkd"} or tuple (x, y), default="blank"
     canary_label : int, optional
         Label of the canary (default: the class the initial model finds least likely for the
@@ -302,6 +307,7 @@ class DPSGDAuditor:
         with torch.random.fork_rng(devices=[]):
             torch.default_generator.manual_seed(int(self.random_state))
             initial = make_model(self.model, n_features, n_classes, input_shape)
+        check_model(initial, torch.from_numpy(np.asarray(X_audit[:2], np.float32)), n_classes)
         stack_runs = self._stored_stack_size()
         if stack_runs is None:
             stack_runs = resolve_stack_runs(  # an impossible stack_runs fails before pretraining
@@ -340,7 +346,7 @@ class DPSGDAuditor:
         fingerprint = {
             "mechanism": "opacus-dp-sgd",
             "data_sha256": array_digest(X, y),
-            "model": self.model if isinstance(self.model, str) else qualified_name(self.model),
+            "model": self._model_identity(initial),
             "canary": self.canary if isinstance(self.canary, str) else array_digest(*self.canary),
             "canary_label": int(canary[1]),
             "pretrain": bool(self.pretrain),
@@ -357,6 +363,23 @@ class DPSGDAuditor:
             "stack_size": score_fn.runs_per_call,
         }
         return score_fn, claimed, fingerprint
+
+    def _model_identity(self, net) -> str | dict:
+        """The model in the store's fingerprint: a built-in model's name; for a factory, its
+        identity (name, code digest and defaults, a partial's arguments, or its ``describe()``)
+        and the names and shapes of the parameters it built, so an edited factory is another
+        pipeline. Without a store a factory that cannot be identified (a lambda) is named.
+        """
+        if isinstance(self.model, str):
+            return self.model
+        shapes = [[name, list(value.shape)] for name, value in net.state_dict().items()]
+        try:
+            factory = factory_identity(self.model)
+        except ValueError:
+            if self.store is not None:
+                raise
+            factory = qualified_name(self.model)
+        return {"factory": factory, "parameters": shapes}
 
     def _stored_stack_size(self) -> int | None:
         """With ``stack_runs="auto"``, the stack size of the store this audit resumes, if any.

@@ -19,9 +19,21 @@ import math
 import numbers
 from collections.abc import Callable, Sequence
 
+import torch
 from torch import nn
 
-__all__ = ["MODELS", "PAPER_INPUT_SHAPES", "SmallCNN", "cifar10_cnn", "make_model", "mnist_cnn"]
+from rdpest.auditing.identity import callable_identity
+
+__all__ = [
+    "MODELS",
+    "PAPER_INPUT_SHAPES",
+    "SmallCNN",
+    "check_model",
+    "cifar10_cnn",
+    "factory_identity",
+    "make_model",
+    "mnist_cnn",
+]
 
 MODELS = ("lr", "mlp", "cnn", "mnist_cnn", "cifar10_cnn")
 #: The image shape ``(channels, height, width)`` each of the literature's CNNs is built for.
@@ -101,6 +113,13 @@ def _image_shape(n_features: int, input_shape) -> tuple[int, int, int]:
     if math.prod(shape) != n_features:
         raise ValueError(
             f"input_shape {shape} holds {math.prod(shape)} values but n_features is {n_features}"
+        )
+    if shape[2] in (1, 3) and shape[0] not in (1, 3) and shape[0] >= 4 * shape[2]:
+        # (H, W, C) images read as channels first would be H channels of W×C pixels.
+        raise ValueError(
+            f"the 'cnn' model reads examples as (channels, height, width); {shape} looks like "
+            "channels-last images: pass X.transpose(0, 3, 1, 2) (or give a model factory if "
+            f"they really are {shape[0]} channels of {shape[1]}×{shape[2]} pixels)"
         )
     return shape
 
@@ -303,3 +322,77 @@ def make_model(
         f"unknown model {name_or_factory!r}; use one of {list(MODELS)} or a callable "
         "factory f(n_features, n_classes) -> torch.nn.Module"
     )
+
+
+def factory_identity(factory: Callable) -> dict:
+    """A model factory's identity for a run store, or ValueError saying how to give it one.
+
+    Its ``describe()`` if it has one, else its qualified name, a digest of its code and its
+    default arguments (a ``functools.partial``: its function and argument values), so an edited
+    factory is another pipeline (:func:`rdpest.auditing.identity.callable_identity`). A lambda or
+    a function defined inside another has no readable identity.
+    """
+    how = (
+        "define the factory as a module-level function (or a functools.partial of one), or give "
+        "it a describe() method returning a JSON dict of what it builds"
+    )
+    return callable_identity(factory, "model", "the model factory", how)
+
+
+def check_model(model: nn.Module, batch: torch.Tensor, n_classes: int) -> None:
+    """Fail with a ``ValueError`` saying what is wrong, before any training, if ``model`` cannot
+    be trained by the audit: parameters that are not float32, a layer working in place (Opacus's
+    per-example gradient hooks cannot follow it), layers Opacus refuses (BatchNorm, recurrent
+    layers; its ``ModuleValidator``), or a forward pass on ``batch`` (a few rows of the audit's
+    data, as the runs feed them) that fails or does not return float32 logits of shape
+    ``(len(batch), n_classes)``.
+
+    Examples
+    --------
+    >>> check_model(make_model("lr", 64, 10), torch.zeros(2, 64), 10)
+    >>> check_model(make_model("lr", 64, 12), torch.zeros(2, 64), 10)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the model must map a batch of 2 rows to logits of shape (2, 10) ..., got (2, 12)
+    """
+    from opacus.validators import ModuleValidator
+
+    for name, param in model.named_parameters():
+        if param.dtype != torch.float32:
+            raise ValueError(
+                f"the model's parameter {name!r} is {param.dtype}; the audit trains float32 "
+                "models (build the layers without a dtype, or call .float() on the model)"
+            )
+    for name, module in model.named_modules():
+        if getattr(module, "inplace", False) is True:
+            raise ValueError(
+                f"the model's layer {name!r} ({type(module).__name__}) works in place "
+                "(inplace=True), which Opacus's per-example gradients cannot follow; build it "
+                "with inplace=False (the same function)"
+            )
+    errors = ModuleValidator.validate(model, strict=False)
+    if errors:
+        reasons = "; ".join(str(e) for e in errors)
+        raise ValueError(f"Opacus cannot train this model with DP-SGD: {reasons}")
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            out = model(batch)
+    except Exception as exc:  # a user factory's forward pass can fail in any way
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ValueError(
+            f"the model fails on a batch of the audit's data (shape {tuple(batch.shape)}, "
+            f"float32): {type(exc).__name__}: {message}"
+        ) from None
+    finally:
+        model.train(was_training)
+    expected = (len(batch), int(n_classes))
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(f"the model must return a tensor of logits, got {type(out).__name__}")
+    if tuple(out.shape) != expected or out.dtype != torch.float32:
+        raise ValueError(
+            f"the model must map a batch of {expected[0]} rows to logits of shape {expected} "
+            f"(float32, one per class: {expected[1]} classes), got "
+            f"{tuple(out.shape)}{'' if out.dtype == torch.float32 else f' of {out.dtype}'}"
+        )

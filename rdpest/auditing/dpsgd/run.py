@@ -22,7 +22,7 @@ from torch import nn
 from rdpest.auditing.dpsgd.canaries import canary_loss
 from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.data import load_arrays
-from rdpest.auditing.dpsgd.models import make_model
+from rdpest.auditing.dpsgd.models import check_model, factory_identity, make_model
 from rdpest.auditing.dpsgd.stacking import (
     auto_stack_size,
     opacus_supports_stacking,
@@ -34,7 +34,7 @@ from rdpest.auditing.dpsgd.training import (
     _train_stacked_module,
     stacked_canary_losses,
 )
-from rdpest.utils.io import array_digest, qualified_name
+from rdpest.utils.io import array_digest
 from rdpest.utils.torch_helpers import forked_rng, num_threads, resolve_device
 from rdpest.utils.validation import check_int, check_seed, check_seeds
 
@@ -195,6 +195,7 @@ class DPSGDRun:
         config.warn_if_faulty("DPSGDRun")
         self.config = config.with_batch_size_of(len(self.y))
         template = self._build_model(initial_state=None)
+        check_model(template, torch.from_numpy(self.X[:2]), self.n_classes)
         if initial_state is None:
             state = template.state_dict()
         else:
@@ -221,12 +222,12 @@ class DPSGDRun:
     def describe(self) -> dict:
         """What determines this score function's scores, for a run store's fingerprint.
 
-        Digests of the data, the canary and θ₀, the model's name (or its factory's qualified
-        name), the number of classes, the DP-SGD settings and the stack size (a stack draws its
-        runs' noise together, so another stack size gives other scores). Not the device: it
-        changes scores by float rounding only.
+        Digests of the data, the canary and θ₀, the model's name (or its factory's identity,
+        :func:`~rdpest.auditing.dpsgd.models.factory_identity`), the number of classes, the
+        DP-SGD settings and the stack size (a stack draws its runs' noise together, so another
+        stack size gives other scores). Not the device: it changes scores by float rounding only.
         """
-        model = self.model if isinstance(self.model, str) else qualified_name(self.model)
+        model = self.model if isinstance(self.model, str) else factory_identity(self.model)
         state = sorted(self.initial_state.items())
         return {
             "mechanism": "rdpest.DPSGDRun",
