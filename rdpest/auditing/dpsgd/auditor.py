@@ -308,6 +308,7 @@ class DPSGDAuditor:
             torch.default_generator.manual_seed(int(self.random_state))
             initial = make_model(self.model, n_features, n_classes, input_shape)
         check_model(initial, torch.from_numpy(np.asarray(X_audit[:2], np.float32)), n_classes)
+        model_identity = self._model_identity(initial)  # an unidentifiable factory fails here
         stack_runs = self._stored_stack_size()
         if stack_runs is None:
             stack_runs = resolve_stack_runs(  # an impossible stack_runs fails before pretraining
@@ -346,7 +347,7 @@ class DPSGDAuditor:
         fingerprint = {
             "mechanism": "opacus-dp-sgd",
             "data_sha256": array_digest(X, y),
-            "model": self._model_identity(initial),
+            "model": model_identity,
             "canary": self.canary if isinstance(self.canary, str) else array_digest(*self.canary),
             "canary_label": int(canary[1]),
             "pretrain": bool(self.pretrain),

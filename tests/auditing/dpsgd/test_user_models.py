@@ -86,10 +86,15 @@ def test_the_fingerprint_records_the_built_parameters(monkeypatch):
     assert builtin["model"] == "lr"  # built-in models keep their name: their stores resume
 
 
-def test_a_lambda_factory_is_refused_with_a_store_and_runs_without(tmp_path):
+def test_a_lambda_factory_is_refused_with_a_store_and_runs_without(tmp_path, monkeypatch):
     factory = lambda n_features, n_classes: small_net(n_features, n_classes)  # noqa: E731
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("pretraining started before the factory was identified")
+
+    monkeypatch.setattr(dpsgd_module, "pretrain", no_training)
     with pytest.raises(ValueError, match=r"cannot identify the model factory.*lambda"):
-        DPSGDAuditor(model=factory, store=tmp_path, **FAST).build()
+        DPSGDAuditor(model=factory, store=tmp_path, **{**FAST, "pretrain": True}).build()
     _, _, fingerprint = DPSGDAuditor(model=factory, **FAST).build()
     assert "lambda" in fingerprint["model"]["factory"]
 
