@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -272,6 +273,33 @@ def _cmd_audit(args) -> int:
         raise
 
 
+#: DPSGDAuditor's parameters and the ``rdpest audit`` flags that set them.
+_AUDIT_FLAGS = {
+    "n_runs": "--runs",
+    "max_runs": "--max-runs",
+    "power_target": "--power-target",
+    "claimed_epsilon": "--claimed-epsilon",
+    "target_epsilon": "--target-epsilon",
+    "target_delta": "--target-delta",
+    "noise_multiplier": "--noise-multiplier",
+    "max_grad_norm": "--max-grad-norm",
+    "learning_rate": "--learning-rate",
+    "sample_rate": "--sample-rate",
+    "membership_delta": "--membership-delta",
+    "n_jobs": "--n-jobs",
+    "alpha": "--alpha",
+    "beta": "--beta",
+    "steps": "--steps",
+}
+
+
+def _with_flag_names(message: str) -> str:
+    """A DPSGDAuditor message with its parameter names written as the flags that set them."""
+    for name, flag in _AUDIT_FLAGS.items():
+        message = re.sub(rf"(?<![\w-]){name}\b", flag, message)
+    return message
+
+
 def _run_audit(args, out: Path) -> int:
     from joblib import parallel_config
 
@@ -279,15 +307,6 @@ def _run_audit(args, out: Path) -> int:
     from rdpest.auditing.dpsgd.data import load_data
     from rdpest.utils.processes import end_with_parent
 
-    X, y = load_data(args.data)  # before any training: a bad file ends here in one line
-    print(
-        f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.steps} full-batch steps) "
-        f"on {_describe_data(args.data, X)}: {args.runs} runs with and {args.runs} without the "
-        "canary"
-        + (f", in rounds up to {args.max_runs} each" if args.max_runs else "")
-        + f"; finished runs are kept in {out} (re-running resumes).",
-        file=sys.stderr,
-    )
     audit = DPSGDAuditor(
         alpha=args.alpha,
         noise_multiplier=args.noise_multiplier,
@@ -300,7 +319,6 @@ def _run_audit(args, out: Path) -> int:
         power_target=args.power_target,
         model=args.model,
         canary=args.canary,
-        data=(X, y),
         beta=args.beta,
         estimators=_chosen_estimators(args),
         max_grad_norm=args.max_grad_norm,
@@ -311,6 +329,21 @@ def _run_audit(args, out: Path) -> int:
         store=out,
         random_state=args.seed,
         membership_delta=args.membership_delta,
+    )
+    try:  # a value out of range is a usage error (status 2), found before any file is read
+        audit._checked_settings()
+    except ValueError as exc:
+        raise _UsageError(_with_flag_names(str(exc))) from None
+    X, y = load_data(args.data)  # before any training: a bad file ends here in one line
+    audit.data = (X, y)
+    print(
+        f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.steps} full-batch "
+        f"step{'' if args.steps == 1 else 's'}) "
+        f"on {_describe_data(args.data, X)}: {args.runs} runs with and {args.runs} without the "
+        "canary"
+        + (f", in rounds up to {args.max_runs} each" if args.max_runs else "")
+        + f"; finished runs are kept in {out} (re-running resumes).",
+        file=sys.stderr,
     )
     try:
         with parallel_config(

@@ -69,6 +69,9 @@ def test_audit_passes_its_dpsgd_flags(monkeypatch, tmp_path, capsys):
         def __init__(self, **kwargs):
             seen.update(kwargs)
 
+        def _checked_settings(self):
+            seen["checked"] = True
+
         def run(self):
             raise RuntimeError("recorded")
 
@@ -77,6 +80,7 @@ def test_audit_passes_its_dpsgd_flags(monkeypatch, tmp_path, capsys):
     argv += ["--sample-rate", "0.25", "--estimators", "bernoulli, gdp_route"]
     assert main(argv) == 1
     assert "recorded" in capsys.readouterr().err
+    assert seen["checked"]
     assert (seen["max_grad_norm"], seen["learning_rate"], seen["sample_rate"]) == (0.7, 0.3, 0.25)
     assert list(seen["estimators"]) == ["bernoulli", "gdp_route"]
     assert seen["estimators"]["gdp_route"].conversion == "gdp"
@@ -273,12 +277,44 @@ def test_a_refused_audit_leaves_no_empty_folder(tmp_path, capsys):
     setting, leaving an empty folder behind. A folder that existed is kept, empty or not."""
     new = tmp_path / "new" / "audit"
     base = ["audit", "--steps", "2", "--n-jobs", "1"]
-    assert main([*base, "--runs", "3", "--out", str(new)]) == 1
-    assert "n_runs=3" in capsys.readouterr().err
+    assert main([*base, "--runs", "3", "--out", str(new)]) == 2
+    assert "--runs=3" in capsys.readouterr().err
     assert not new.exists()
-    assert main([*base, "--alpha", "1", "--out", str(new)]) == 1
+    assert main([*base, "--alpha", "1", "--out", str(new)]) == 2
     assert not (tmp_path / "new").exists()
     existing = tmp_path / "kept"
     existing.mkdir()
-    assert main([*base, "--runs", "3", "--out", str(existing)]) == 1
+    assert main([*base, "--runs", "3", "--out", str(existing)]) == 2
     assert existing.is_dir()
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--alpha", "1"], "--alpha must be > 1"),
+        (["--beta", "1.5"], "--beta must lie strictly between 0 and 1"),
+        (["--sample-rate", "0"], "--sample-rate must lie in (0, 1]"),
+        (["--learning-rate", "-1"], "--learning-rate must be > 0"),
+        (["--noise-multiplier", "0"], "--noise-multiplier must be > 0"),
+        (["--runs", "8", "--max-runs", "4"], "--max-runs must be None or an integer >= --runs=8"),
+        (["--membership-delta", "0"], "--membership-delta must lie strictly between 0 and 1"),
+    ],
+)
+def test_an_out_of_range_value_is_a_usage_error_before_anything_runs(
+    flags, message, tmp_path, capsys, monkeypatch
+):
+    """Catches the bug where values out of range exited with status 1 (cli.rst: a malformed
+    value is a usage error, status 2) after printing the "Auditing ..." banner, and named the
+    Python parameter (sample_rate) instead of the flag. Nothing is read or trained first."""
+    from rdpest.auditing.dpsgd import data
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("data were read before the settings were checked")
+
+    monkeypatch.setattr(data, "load_data", no_reading)
+    out = tmp_path / "audit"
+    assert main(["audit", "--steps", "2", "--n-jobs", "1", "--out", str(out), *flags]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Auditing" not in err
+    assert not out.exists()

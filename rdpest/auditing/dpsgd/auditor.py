@@ -235,6 +235,15 @@ class DPSGDAuditor:
         claimed = dpsgd_epsilon_alpha(sigma, config.sample_rate, config.steps, alpha)
         return config, claimed
 
+    def _checked_settings(self) -> tuple[DPSGDConfig, float]:
+        """:meth:`_config_and_claim` after checking every setting that needs no data: the DP-SGD
+        settings and the claim, and the generic audit's (n_runs against the estimators' splits,
+        beta, n_jobs, ...), so that a bad value fails before any data is read or model trained.
+        """
+        config, claimed = self._config_and_claim()
+        check_audit_settings(**self._audit_settings(claimed))
+        return config, claimed
+
     def _sigma_for_dp_claim(self) -> float:
         """σ for the (``target_epsilon``, ``target_delta``) claim, solved by Opacus."""
         from opacus.accountants.utils import get_noise_multiplier
@@ -287,11 +296,8 @@ class DPSGDAuditor:
         config : dict
             The fingerprint that identifies this audit in a store.
         """
-        config, claimed = self._config_and_claim()
+        config, claimed = self._checked_settings()
         device = resolve_device(self.device)
-        # The generic audit settings (n_runs against the estimators' splits, beta, n_jobs, ...)
-        # are checked before any training, pretraining included.
-        check_audit_settings(**self._audit_settings(claimed))
         check_int(self.pretrain_epochs, "pretrain_epochs", 1)
         X, y = self._data()
         if not 0.0 < float(self.pretrain_fraction) < 1.0:
