@@ -461,12 +461,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     logger = logging.getLogger("rdpest")
-    handler, level = None, logger.level
+    handler, level, propagate = None, logger.level, logger.propagate
     if args.verbose:
         handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("rdpest: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
+        # Printed here once: not again by the root logger's handlers (Opacus installs one when
+        # it is imported, which printed every line a second time in its own format).
+        logger.propagate = False
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
@@ -487,6 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         if handler is not None:
             logger.removeHandler(handler)
             logger.setLevel(level)
+            logger.propagate = propagate
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import types
 
 import numpy as np
@@ -105,8 +106,24 @@ def test_verbose_shows_the_librarys_messages(audit_dir, capsys):
     argv += ["--estimators", "dv,bernoulli"]
     assert main(argv) == 0
     assert "resuming" not in capsys.readouterr().err  # silent without -v
-    assert main(["-v", *argv]) == 0
-    assert "rdpest: resuming: 20 runs already finished, 0 to go" in capsys.readouterr().err
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            reached_root.append(record.getMessage())
+
+    # Opacus installs a handler on the root logger when imported; -v once printed every line a
+    # second time through it. -v prints each message once, and none reaches the root logger.
+    reached_root, root_handler = [], Collect()
+    logging.getLogger().addHandler(root_handler)
+    try:
+        assert main(["-v", *argv]) == 0
+    finally:
+        logging.getLogger().removeHandler(root_handler)
+    err = capsys.readouterr().err
+    assert err.count("resuming: 20 runs already finished, 0 to go") == 1
+    assert "rdpest: resuming: 20 runs already finished, 0 to go" in err
+    assert not any("resuming" in message for message in reached_root)
+    assert logging.getLogger("rdpest").propagate  # restored after the command
     assert main([*argv, "--verbose"]) == 0  # also after the command
     assert "resuming" in capsys.readouterr().err
 
