@@ -30,7 +30,8 @@ def _blocks(text: str) -> list[tuple[str, str]]:
 
 
 def _rows(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    """Non-blank lines, whitespace runs made single (columns pad to the numbers' widths)."""
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
 
 
 @pytest.mark.slow
