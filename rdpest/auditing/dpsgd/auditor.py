@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 
 import numpy as np
@@ -233,6 +234,8 @@ class DPSGDAuditor:
             noise_scale_bug=self.noise_scale_bug,
         )
         claimed = dpsgd_epsilon_alpha(sigma, config.sample_rate, config.steps, alpha)
+        if self.claimed_epsilon is not None and math.isclose(claimed, target, rel_tol=1e-9):
+            claimed = target  # the claim as given, not 0.9999999999999998 from the solve for σ
         return config, claimed
 
     def _checked_settings(self) -> tuple[DPSGDConfig, float]:

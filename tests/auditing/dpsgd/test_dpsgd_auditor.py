@@ -36,6 +36,10 @@ def test_claim_comes_from_the_accountant():
     _, claimed, config = DPSGDAuditor(claimed_epsilon=0.25, **QUICK).build()
     assert claimed == pytest.approx(0.25, rel=1e-6)
     assert config["noise_multiplier"] == pytest.approx(np.sqrt(10 * 2.0 / (2 * 0.25)), rel=1e-6)
+    # The claim is reported as given: the solve for σ once made --claimed-epsilon 1 print
+    # claimed_epsilon 0.9999999999999998.
+    for given in (1.0, 0.3, 8.0):
+        assert DPSGDAuditor(claimed_epsilon=given)._config_and_claim()[1] == given
 
 
 def test_resume_from_store_trains_nothing_again(tmp_path, monkeypatch):
