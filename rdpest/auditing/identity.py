@@ -10,6 +10,8 @@ covers what determines the scores, as far as it can be read:
   constants and the names it uses) and the values of its default arguments, so an edited function
   is a different pipeline;
 - a ``functools.partial``: the identity of its function and the values of its arguments;
+- a class (e.g. a model class used as a factory): its name, and the code, default arguments and
+  plain constants of it and its bases (library classes such as ``torch.nn.Module`` left out);
 - a callable instance: its class's identity and the values of its attributes;
 - values: JSON types as they are, numpy arrays by a digest of their bytes, dataclasses, lists and
   dicts element by element, callables by their identity.
@@ -42,6 +44,10 @@ _HOW = (
 
 class _Unidentifiable(ValueError):
     pass
+
+
+#: Top-level packages whose classes a class's identity leaves out (their code is the library's).
+_LIBRARY_MODULES = frozenset({"builtins", "abc", "typing", "torch", "numpy", "opacus", "sklearn"})
 
 
 def _code_digest(code: types.CodeType) -> str:
@@ -108,6 +114,36 @@ def _value(value, where: str):
     raise _Unidentifiable(f"{where} is a {type(value).__name__}, which has no stable identity")
 
 
+def _class_identity(cls: type, where: str) -> dict:
+    """A class by its name, and the code, defaults and plain constants of the classes it is made
+    of (its own and its bases', those of libraries such as torch left out): a class used as a
+    factory (``model=Net``) is another pipeline when its ``__init__`` or ``forward`` changes."""
+    if "<locals>" in cls.__qualname__:
+        raise _Unidentifiable(
+            f"{where} ({cls.__qualname__}) is a class defined inside a function, whose identity "
+            "(the values it closes over) cannot be established for the run store"
+        )
+    identity: dict = {"class": qualified_name(cls)}
+    parts = []  # in the method resolution order (a list: two classes can share a name)
+    for base in cls.__mro__:
+        module = getattr(base, "__module__", "") or ""
+        if module.split(".")[0] in _LIBRARY_MODULES:
+            continue
+        members = {}
+        for name, member in sorted(vars(base).items()):
+            member = getattr(member, "__func__", member)  # staticmethod, classmethod
+            if isinstance(member, types.FunctionType):
+                members[name] = _code_and_defaults(member)
+            elif not name.startswith("__") and (
+                member is None or isinstance(member, bool | int | float | str)
+            ):
+                members[name] = _value(member, f"{where}.{name}")
+        parts.append([qualified_name(base), members])
+    if parts:
+        identity["code"] = parts
+    return identity
+
+
 def _identity(fn, where: str, what: str = "the callable") -> dict:
     describe = getattr(fn, "describe", None)
     if callable(describe) and not isinstance(fn, type):
@@ -128,7 +164,7 @@ def _identity(fn, where: str, what: str = "the callable") -> dict:
     if isinstance(fn, types.BuiltinFunctionType):
         return {"builtin": f"{getattr(fn, '__module__', None)}.{fn.__qualname__}"}
     if isinstance(fn, type):
-        return {"class": qualified_name(fn)}
+        return _class_identity(fn, where)
     call = type(fn).__dict__.get("__call__") or getattr(type(fn), "__call__", None)  # noqa: B004
     state = getattr(fn, "__dict__", None)
     if not isinstance(call, types.FunctionType) or state is None:

@@ -315,6 +315,9 @@ def test_the_membership_delta_flag_of_evaluate_and_audit(tmp_path, capsys, monke
         def __init__(self, **kwargs):
             seen.update(kwargs)
 
+        def _checked_settings(self):
+            pass
+
         def run(self):
             raise Stop
 

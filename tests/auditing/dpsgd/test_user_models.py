@@ -76,6 +76,46 @@ def test_factory_identity_covers_code_defaults_and_partial_arguments():
     assert factory_identity(narrow) == factory_identity(functools.partial(mlp, hidden=4))
 
 
+class TanhNet(nn.Module):
+    """A model class used as its own factory: ``model=TanhNet``."""
+
+    hidden = 16
+
+    def __init__(self, n_features, n_classes):
+        super().__init__()
+        self.hidden_layer = nn.Linear(n_features, self.hidden)
+        self.out = nn.Linear(self.hidden, n_classes)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.hidden_layer(x)))
+
+
+def test_a_model_class_is_identified_by_its_code_and_constants():
+    """A class factory was recorded by its name only: a forward pass edited from tanh to relu,
+    or another hidden width, resumed the old class's runs."""
+    base = factory_identity(TanhNet)
+    assert base == factory_identity(TanhNet)
+    relu = type(
+        "TanhNet", (nn.Module,), {**vars(TanhNet), "forward": _edited(_relu, TanhNet.forward)}
+    )
+    relu.__qualname__, relu.__module__ = TanhNet.__qualname__, TanhNet.__module__
+    assert factory_identity(relu) != base
+    wider = type("TanhNet", (TanhNet,), {"hidden": 64})
+    wider.__qualname__ = TanhNet.__qualname__
+    assert factory_identity(wider) != base
+    assert factory_identity(nn.Linear) == {"class": "torch.nn.modules.linear.Linear"}
+
+    class Local(TanhNet):
+        pass
+
+    with pytest.raises(ValueError, match="class defined inside a function"):
+        factory_identity(Local)
+
+
+def _relu(self, x):
+    return self.out(torch.relu(self.hidden_layer(x)))
+
+
 def test_the_fingerprint_records_the_built_parameters(monkeypatch):
     monkeypatch.setattr(dpsgd_module, "pretrain", None)  # pretrain=False never calls it
     _, _, narrow = DPSGDAuditor(model=functools.partial(mlp, hidden=4), **FAST).build()
