@@ -32,7 +32,7 @@ def _estimator(args):
     }
     if args.estimator == "hoeffding":
         if args.privacy_loss_bound is None:
-            raise ValueError("--estimator hoeffding needs --privacy-loss-bound B (|L| <= B)")
+            raise _UsageError("--estimator hoeffding needs --privacy-loss-bound B (|L| <= B)")
         options["privacy_loss_bound"] = args.privacy_loss_bound
     return getattr(rdpest, ESTIMATORS[args.estimator])(**options)
 
