@@ -47,6 +47,7 @@ from bench_point_estimates import (
     realisable_cells,
     summarise,
 )
+from harness import results_folder
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
@@ -135,15 +136,20 @@ def table(summary: list[dict], command: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small check, written under benchmarks/results/quick/ unless --out is given",
+    )
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--alphas", type=float, nargs="+", default=[1.25, 2.0, 4.0])
     parser.add_argument("--divergences", type=float, nargs="+", default=[1.0, 4.0])
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--families", nargs="+", default=list(FAMILIES))
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    args.out = results_folder(args.out, RESULTS, args.quick)
     if args.quick:
         args.families, args.alphas, args.divergences, args.seeds = (
             ["gaussian_scale"],

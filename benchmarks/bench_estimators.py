@@ -49,7 +49,11 @@ def scale_run(n: int) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small check, written under benchmarks/results/quick/ unless --out is given",
+    )
     parser.add_argument("--repetitions", type=int, default=None)
     parser.add_argument("--scale", action="store_true")
     parser.add_argument(
@@ -58,8 +62,9 @@ def main(argv=None) -> int:
         default=None,
         help="only these families' cells (default: all; 'classic' for the first benchmark's five)",
     )
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    args.out = harness.results_folder(args.out, RESULTS, args.quick)
     if args.scale:
         result = scale_run(100_000)
         atomic_write_text(args.out / "scale.json", json.dumps(result, indent=2))

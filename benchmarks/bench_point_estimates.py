@@ -57,6 +57,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import results_folder
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
@@ -441,7 +442,11 @@ def realisable_cells(families, alphas, divergences) -> tuple[list[tuple], list[s
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small check, written under benchmarks/results/quick/ unless --out is given",
+    )
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--alphas", type=float, nargs="+", default=[2.0, 8.0])
     parser.add_argument("--n", type=int, default=2000)
@@ -455,7 +460,8 @@ def main(argv=None) -> int:
     families, alphas, seeds = args.families, args.alphas, args.seeds
     if args.quick:
         families, alphas, seeds = families[:1], [2.0], 4
-    out = args.out or (RESULTS / "cross_fit" if args.cross_fit or args.fit_time else RESULTS)
+    default = RESULTS / "cross_fit" if args.cross_fit or args.fit_time else RESULTS
+    out = results_folder(args.out, default, args.quick)
     if args.fit_time:
         command = "python benchmarks/bench_point_estimates.py " + " ".join(argv or sys.argv[1:])
         print(fit_time(families, alphas[0], args.n, seeds, out, command.strip()))

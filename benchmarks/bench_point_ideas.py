@@ -68,6 +68,7 @@ from bench_point_estimates import (
     summarise,
     target_met,
 )
+from harness import results_folder
 from joblib import Parallel, delayed
 from scipy.optimize import minimize_scalar
 from sklearn.model_selection import GridSearchCV
@@ -359,13 +360,18 @@ def grid_table(rows: list[dict], command: str) -> tuple[list[dict], str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small check, written under benchmarks/results/quick/ unless --out is given",
+    )
     parser.add_argument("--grid-search", action="store_true")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    args.out = results_folder(args.out, RESULTS, args.quick)
     cells = GRID_CELLS if args.grid_search else CELLS
     cells = cells[:2] if args.quick else cells
     seeds = 3 if args.quick else args.seeds

@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 from bench_point_estimates import _cell_key, _samples, cell_of, summarise
 from bench_point_ideas import GRID_CELLS
+from harness import results_folder
 from joblib import Parallel, delayed
 from sklearn.model_selection import GridSearchCV, ParameterGrid
 from tqdm.auto import tqdm
@@ -214,12 +215,17 @@ def table(grid: str, rows: list[dict], command: str) -> tuple[list[dict], str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--grid", choices=sorted(GRIDS), default="inputs")
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small check, written under benchmarks/results/quick/ unless --out is given",
+    )
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--n-jobs", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    args.out = results_folder(args.out, RESULTS, args.quick)
     cells = GRID_CELLS[:2] if args.quick else GRID_CELLS
     seeds = 3 if args.quick else args.seeds
     jobs = [(*cell, args.n, seed) for cell in cells for seed in range(seeds)]

@@ -40,6 +40,7 @@ import csv
 import io
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -243,6 +244,24 @@ _COLUMNS = [
     "seconds_median", "repetitions", "floor_p_median_rel_error", "floor_q_median_rel_error",
     "over_floor",
 ]  # fmt: skip
+
+
+#: The committed results; quick runs write under ``QUICK_RESULTS`` (ignored by git) instead.
+RESULTS_ROOT = Path(__file__).resolve().parent / "results"
+QUICK_RESULTS = RESULTS_ROOT / "quick"
+
+
+def results_folder(out, default: Path, quick: bool) -> Path:
+    """Where a benchmark writes: ``out`` if given; else ``default`` (its committed results), or
+    for a ``--quick`` run the same folder under ``benchmarks/results/quick/``, so that a quick
+    check never replaces a committed table with its own few cells."""
+    if out is not None:
+        return Path(out)
+    if not quick:
+        return Path(default)
+    folder = QUICK_RESULTS / Path(default).resolve().relative_to(RESULTS_ROOT)
+    print(f"--quick: results go to {folder} (the committed tables are left alone)", file=sys.stderr)
+    return folder
 
 
 def _fmt(value, spec: str = ".3f") -> str:
