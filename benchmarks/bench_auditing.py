@@ -11,7 +11,7 @@
    row at n_jobs = 1, the same model trained without privacy (plain autograd SGD, one at a time
    and stacked): what ordinary torch training of the model reaches here. ``--throughput-render``
    rewrites the table from the stored JSON. On a CUDA GPU: benchmarks/bench_cuda.py.
-2. Protocol (``--protocol``, the default): the set-up of Kim, Varshney & Alabi (2026), Tables 1/2,
+2. Protocol (``--protocol``): the set-up of Kim, Varshney & Alabi (2026), Tables 1/2,
    at small scale on scikit-learn's digits: worst-case (pretrained) initialisation, blank canary,
    full batch, C = 1, 100 steps, 500 runs with and 500 without the canary, for μ in
    {0.5, 1, √2, 2, √10} (ε₂ = 0.25, 1, 2, 4, 10; ε₁.₂₅ = 1.25 μ²/2). The runs of one μ serve
@@ -25,8 +25,11 @@
    point estimate over 20 disjoint blocks, and the spread of the Gaussian fit itself at 500 + 500
    runs, i.e. how far one protocol audit can land from the claim by sampling alone.
 
-Finished runs are stored under benchmarks/results/auditing/stores/ (append-only JSON lines), so
-an interrupted benchmark resumes; tables are written to benchmarks/results/auditing/.
+With no flag it runs 1, 2 and 3 (throughput, protocol and memory). Finished runs are stored
+under benchmarks/results/auditing/stores/ (append-only JSON lines), so an interrupted benchmark
+resumes; tables are written to benchmarks/results/auditing/. ``--out DIR`` writes tables and
+stores there instead; a ``--runs`` other than the protocol's 500 does so by default under
+benchmarks/results/quick/auditing/, so a smaller check never replaces the committed tables.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ from rdpest.auditing import DPSGDAuditor
 from rdpest.utils.io import atomic_write_text
 
 OUT = Path(__file__).resolve().parent / "results" / "auditing"
+QUICK_OUT = Path(__file__).resolve().parent / "results" / "quick" / "auditing"
+#: Runs per arm of the protocol (its committed tables and stores).
+PROTOCOL_RUNS = 500
 MUS = {"0.5": 0.5, "1": 1.0, "sqrt2": math.sqrt(2.0), "2": 2.0, "sqrt10": math.sqrt(10.0)}
 STEPS = 100
 
@@ -473,6 +479,9 @@ def protocol(n_runs: int, n_jobs: int) -> list[dict]:
             result.to_json(OUT / "stores" / f"mu_{label}" / f"result_alpha{alpha:g}.json")
     atomic_write_text(OUT / "protocol.json", json.dumps({"rows": rows}, indent=2))
     lines = [
+        "Command: `python benchmarks/bench_auditing.py --protocol`"
+        + ("" if n_runs == PROTOCOL_RUNS else f" --runs {n_runs}"),
+        "",
         "| α | claimed ε_α | DV point | DV certified bound | Bernoulli bound | GDP route "
         "(not certified) | verdict | DV bound, other splits | Bernoulli bound, other splits "
         "| DV >= Bernoulli |",
@@ -598,6 +607,8 @@ def reference(n_runs: int, n_jobs: int, label: str = "0.5", block: int = 500) ->
         print(json.dumps(rows[-1]), flush=True)
     atomic_write_text(OUT / "reference.json", json.dumps({"rows": rows}, indent=2))
     lines = [
+        "Command: `python benchmarks/bench_auditing.py --reference`",
+        "",
         f"| α | claimed ε_α | Gaussian fit, all runs (95% bootstrap) | DV, all runs | DV on "
         f"{block} + {block}-run blocks: mean ± sd | DV blocks within 20% of the claim | Gaussian "
         f"fit at {block} + {block}: sd | Gaussian fit at {block} + {block}: within 20% of the "
@@ -645,9 +656,22 @@ def main(argv=None) -> int:
         action="store_true",
         help="rewrite throughput.md from the stored throughput.json (no timing)",
     )
-    parser.add_argument("--runs", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=PROTOCOL_RUNS)
     parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="tables and stores (default: benchmarks/results/auditing/; with a --runs other "
+        "than 500, benchmarks/results/quick/auditing/)",
+    )
     args = parser.parse_args(argv)
+    global OUT
+    if args.out is not None:
+        OUT = args.out
+    elif args.runs != PROTOCOL_RUNS:
+        OUT = QUICK_OUT
+        print(f"--runs {args.runs}: tables and stores go to {OUT}", file=sys.stderr)
     if args.throughput_render:
         write_throughput_tables(json.loads((OUT / "throughput.json").read_text())["rows"])
         return 0

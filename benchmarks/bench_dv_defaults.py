@@ -6,11 +6,13 @@ the paper's recipe (DV objective with moving-average gradients, (100, 100), lr 1
 and variations of the default. Reports the point estimate's median relative error and largest
 value (blow-up), the mean certified bound and the median seconds per fit.
 
-Results: benchmarks/results/dv_defaults/{cells/*.json, results.json, results.md}; resumes.
+Command: ``python benchmarks/bench_dv_defaults.py`` (``--out DIR`` to write elsewhere). Results:
+benchmarks/results/dv_defaults/{cells/*.json, results.json, results.md}; resumes.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -69,19 +71,24 @@ def run(name: str, params: dict, family: str, d: float, n: int) -> dict:
     }
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="results folder (resumes)")
+    out = parser.parse_args(argv).out
     records = []
     jobs = [(name, cell) for cell in CELLS for name in VARIANTS]
     for name, (family, d, n) in tqdm(jobs, desc="dv defaults"):
-        path = OUT / "cells" / f"{VARIANTS_KEYS[name]}_{family}_d{d:g}_n{n}.json"
+        path = out / "cells" / f"{VARIANTS_KEYS[name]}_{family}_d{d:g}_n{n}.json"
         if path.exists():
             records.append(json.loads(path.read_text()))
             continue
         record = run(name, VARIANTS[name], family, d, n)
         atomic_write_text(path, json.dumps(record))
         records.append(record)
-    atomic_write_text(OUT / "results.json", json.dumps(records, indent=2))
+    atomic_write_text(out / "results.json", json.dumps(records, indent=2))
     lines = [
+        "Command: `python benchmarks/bench_dv_defaults.py`",
+        "",
         "| variant | family | D | n | median rel. error | max point | mean bound | s/fit |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -91,7 +98,7 @@ def main() -> int:
             f"| {r['median_rel_error']:.3f} | {r['point_max']:.2f} | {r['bound_mean']:.3f} "
             f"| {r['seconds_median']:.2f} |"
         )
-    atomic_write_text(OUT / "results.md", "\n".join(lines) + "\n")
+    atomic_write_text(out / "results.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
