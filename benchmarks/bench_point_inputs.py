@@ -2,7 +2,8 @@
 samples and seeds.
 
 For every cell (family, α, D, n per side) and seed it fits the estimator once per transform of
-``COMPARED`` ("standard" and "asinh"; its defaults otherwise) and records the point
+``COMPARED`` ("standard" and "asinh"; its defaults otherwise, except the point window: "range",
+the rule these cells were first measured with, unless ``--point-window`` says) and records the point
 estimate, the certified bound and the fit time, beside the exact log ratio's columns of
 bench_point_estimates.py (``oracle_all``: the bracket with the exact log ratio on all rows;
 ``floor`` / ``floor_q``: the P- and Q-form plug-ins with it). The table gives per cell and
@@ -148,7 +149,7 @@ def table(summary: list[dict], command: str) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--families", nargs="+", default=list(FAMILIES))
     parser.add_argument("--alphas", type=float, nargs="+", default=[2.0])
     parser.add_argument("--divergences", type=float, nargs="+", default=[1.0])
