@@ -264,6 +264,17 @@ def results_folder(out, default: Path, quick: bool) -> Path:
     return folder
 
 
+def _strict(value):
+    """``value`` with every non-finite float replaced by None (JSON null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(v) for v in value]
+    return value
+
+
 def _fmt(value, spec: str = ".3f") -> str:
     return "" if value is None or math.isnan(value) else format(value, spec)
 
@@ -275,7 +286,9 @@ def write_tables(records: list[dict], out: Path) -> str:
     writer.writeheader()
     writer.writerows(records)
     atomic_write_text(out / "results.csv", buffer.getvalue())
-    atomic_write_text(out / "results.json", json.dumps(records, indent=2))
+    # Strict JSON: a value that is undefined (a relative error at D = 0) or infinite is null,
+    # not Python's NaN/Infinity tokens, which strict parsers (jq, JavaScript) refuse.
+    atomic_write_text(out / "results.json", json.dumps(_strict(records), indent=2, allow_nan=False))
     lines = [
         "| estimator | family | α | n | truth | point mean ± sd | median rel. err | bound mean "
         "| miscoverage | oracle bound | s/fit (median) | floor rel. err P / Q | ÷ best floor |",

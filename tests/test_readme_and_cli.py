@@ -239,6 +239,13 @@ def test_bench_quick(tmp_path, capsys):
         assert float(rows[estimator, "laplace_shift"]["point_mean"]) == 0.0
     assert abs(float(rows["markov", "gaussian_shift"]["point_mean"]) - 1.0) < 0.3
 
+    def refuse(token):
+        raise AssertionError(f"results.json is not strict JSON: it holds {token}")
+
+    # Strict JSON: the relative error at D = 0 is undefined, and was written as a NaN token.
+    records = json.loads((tmp_path / "results.json").read_text(), parse_constant=refuse)
+    assert any(r["point_median_rel_error"] is None for r in records if r["truth"] == 0.0)
+
 
 def test_usage_errors_exit_2():
     result = subprocess.run(
