@@ -85,10 +85,15 @@ MODEL_080_CELLS = [(2.0, 1.0, 200, 3.6338), (2.0, 1.0, 500, 2.54), (2.0, 1.0, 10
 RATIOS = (1.25, 1.5, 2.0, 4.0)
 
 
+def _shares(alpha: float, claim: float) -> dict:
+    """The audit's estimators, each at its share of BETA, as the power model reads them."""
+    return Auditor(None, claim, alpha=alpha, beta=BETA)._shares(_estimators(alpha, 0), BETA)
+
+
 def _detectable_cells() -> list[tuple[float, float, int, float]]:
     cells = []
     for alpha, claim, n in AT_DETECTABLE_CELLS:
-        shares = Auditor(None, claim, alpha=alpha, beta=BETA)._shares(_estimators(alpha, 0), BETA)
+        shares = _shares(alpha, claim)
         detectable = audit_power(shares, n, n, claim, alpha)["detectable_epsilon"]
         cells.append((alpha, claim, n, round(float(detectable), 4)))
     return cells
@@ -143,7 +148,7 @@ def validate(repetitions: int) -> list[dict]:
             result = auditor.evaluate(without, with_, _estimators(alpha, rep))
             done[key] = {"key": key, "violation": result.verdict == "violation"}
             _append(path, done[key])
-        shares = Auditor(None, claim, alpha=alpha, beta=BETA)._shares(_estimators(alpha, 0), BETA)
+        shares = _shares(alpha, claim)
         realised = [done[f"{cell}-r{rep}"]["violation"] for rep in range(repetitions)]
         p = float(np.mean(realised))
         predicted = violation_probability(shares, n, n, divergence, claim, alpha)
