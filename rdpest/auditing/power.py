@@ -14,6 +14,11 @@ Every audit result carries ``power``:
   claim. The exact critic makes the model optimistic, so the ε is where it predicts
   ``model_power`` (:data:`MODEL_POWER`, above ``target_power``). Predictions and audits'
   realised power, at that ε among other cells, are in benchmarks/results/auditing/power.md.
+- ``unmodelled``: the certified estimators whose power the model does not cover at the audit's
+  α (the DV estimator above α = 2, where its learned critic realised less power than the
+  model states; :meth:`rdpest.estimators.base.RenyiEstimatorBase._power_modelled`). They
+  still vote in the verdict, but ``detectable_epsilon`` and ``runs_needed`` count only the
+  others, and are None where no other can exceed the claim.
 """
 
 from __future__ import annotations
@@ -52,10 +57,13 @@ def audit_power(estimators: dict, n_with: int, n_without: int, claim: float, alp
     ``estimators``: name -> estimator, each with its share of β already set (unfitted is fine).
     Their first sample is O′ (with the canary, ``n_with`` runs), their second O.
     """
-    certified = [e for e in estimators.values() if e.will_be_certified()]
-    ceiling = max((e.max_certifiable(n_with, n_without) for e in certified), default=0.0)
+    certified = {name: e for name, e in estimators.items() if e.will_be_certified()}
+    ceiling = max((e.max_certifiable(n_with, n_without) for e in certified.values()), default=0.0)
+    modelled = [e for e in certified.values() if e._power_modelled()]
     detectable = (
-        _detectable(certified, n_with, n_without, claim, alpha) if ceiling > claim else None
+        _detectable(modelled, n_with, n_without, claim, alpha)
+        if ceiling > claim and modelled
+        else None
     )
     return {
         "max_certifiable": float(ceiling),
@@ -63,6 +71,8 @@ def audit_power(estimators: dict, n_with: int, n_without: int, claim: float, alp
         "target_power": TARGET_POWER,
         "model_power": MODEL_POWER,
         "reference_model": "gaussian_location",
+        # certified estimators whose power the model does not cover at this α: not counted
+        "unmodelled": sorted(name for name, e in certified.items() if not e._power_modelled()),
     }
 
 
@@ -109,8 +119,10 @@ def runs_needed(
     """The fewest runs per side (within 5%, at least ``start``) with which the estimators (each
     at its share of β) detect ε_α >= ``target`` with :data:`TARGET_POWER` probability
     (:data:`MODEL_POWER` under the reference model, as ``detectable_epsilon``); None beyond ten
-    million."""
-    certified = [e for e in estimators.values() if e.will_be_certified()]
+    million, or where the model covers none of them (``power["unmodelled"]``)."""
+    certified = [e for e in estimators.values() if e._power_modelled()]
+    if not certified:  # no estimator whose power the model covers: nothing to size
+        return None
 
     def enough(n: int) -> bool:
         detectable = _detectable(certified, n, n, claim, alpha)
@@ -151,6 +163,15 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
             f"{ceiling:.3g} (even perfectly separated scores), at or below the claimed "
             f"{eps} = {claim:.4g}; this audit could not have refuted the claim"
         )
+    # Certified estimators the power model does not cover at this α (results written before
+    # the record had the key cover all of theirs).
+    unmodelled = power.get("unmodelled") or []
+    uncounted = (
+        f"; the power model does not cover {' or '.join(unmodelled)} at α = {alpha:g}, whose "
+        "power is not counted"
+        if unmodelled
+        else ""
+    )
     shortfall = ""
     if "runs_needed" in power:
         # results written before the power target was renamed call it "target_epsilon"
@@ -166,10 +187,11 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
     if detectable is None:
         return (
             f"not refuted: no certified lower bound exceeds the claimed {eps} = {claim:.4g}"
+            + uncounted
             + shortfall
         )
     return (
         f"not refuted: with {n_runs} runs per side this audit detects {eps} >= {detectable:.3g} "
         f"with {target:.0%} probability (reference: Gaussian location scores); no certified "
-        f"lower bound exceeds the claimed {eps} = {claim:.4g}" + shortfall
+        f"lower bound exceeds the claimed {eps} = {claim:.4g}" + uncounted + shortfall
     )

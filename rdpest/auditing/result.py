@@ -79,8 +79,10 @@ class AuditResult:
     power : dict
         What the audit could have seen (:mod:`rdpest.auditing.power`): ``max_certifiable``,
         ``detectable_epsilon`` (None when nothing above the claim is detectable),
-        ``target_power`` and ``reference_model``; with a power target, ``power_target`` and,
-        if it was not met, ``runs_needed``. Empty for results written before it existed.
+        ``target_power``, ``model_power``, ``reference_model`` and ``unmodelled`` (certified
+        estimators whose power the model does not cover at this α, not counted); with a power
+        target, ``power_target`` and, if it was not met and some estimator is covered,
+        ``runs_needed``. Empty for results written before it existed.
     rounds : list of dict
         One record per round of the audit (a fixed-size audit has one): ``n_runs`` per side,
         ``beta`` (the round's level), ``lower_bound`` (the largest certified bound),
@@ -528,6 +530,9 @@ def _check_power(power: dict, verdict: str, fail) -> None:
     for key in ("detectable_epsilon", "runs_needed"):
         if power.get(key) is not None and not _is_number(power[key]):
             fail(f"power {key!r} must be a number or null")
+    unmodelled = power.get("unmodelled", [])
+    if not (isinstance(unmodelled, list) and all(isinstance(n, str) for n in unmodelled)):
+        fail("power 'unmodelled' must be a list of estimator names")
     if verdict == "underpowered" and "max_certifiable" not in power:
         fail("an 'underpowered' verdict needs power 'max_certifiable'")
     if "runs_needed" in power and not ("power_target" in power or "target_epsilon" in power):

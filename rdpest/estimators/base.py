@@ -140,10 +140,20 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         bound), each None where the estimator does not certify that way (both for an
         uncertified estimator); ``tries``: how many directions certify (2 for "max")."""
         tries = 2 if self.direction == "max" else 1
-        if not self.will_be_certified():
+        if not self.will_be_certified() or not self._power_modelled():
             return {"threshold": None, "bracket": None, "tries": tries}
         beta = float(self.beta) / tries
         return {**self._power_designs_direction(n_p, n_q, beta), "tries": tries}
+
+    #: The largest α at which the power model of this estimator's certificates was checked
+    #: against its realised power (above it, :meth:`_power_modelled` is False).
+    _power_model_max_alpha: float = math.inf
+
+    def _power_modelled(self) -> bool:
+        """Whether the power model (:func:`rdpest.stats.power.detectable_divergence_of`) may be
+        used for this certified estimator at its α: beyond the α where the model was checked
+        against audits' realised power, an audit counts no power for it."""
+        return self.will_be_certified() and float(self.alpha) <= self._power_model_max_alpha
 
     def _power_designs_direction(self, n_p: int, n_q: int, beta: float) -> dict:
         return {"threshold": None, "bracket": None}
