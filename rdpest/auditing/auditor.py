@@ -269,8 +269,11 @@ class Auditor:
         Directory where finished runs are persisted; a re-run with the same configuration resumes.
     random_state : int, default=0
     config : dict, optional
-        Identifies the pipeline in the store; default ``score_fn.describe()`` if it has one, else
-        its qualified name.
+        What else identifies the pipeline in the store (settings the score function reads from
+        globals, say), recorded beside the score function's own identity (``describe()`` if it
+        has one, else its name, code digest and arguments:
+        :func:`rdpest.auditing.identity.score_fn_identity`). For a score function without a
+        readable identity (a lambda, a closure), ``config`` alone names the pipeline.
     progress : bool, default=True
         Show a tqdm progress bar over runs.
     membership_delta : float, default=1e-5
@@ -333,12 +336,33 @@ class Auditor:
     def _fingerprint(self) -> dict:
         """What identifies this audit in a store: the pipeline and the seed of its runs.
 
-        The pipeline is ``config`` if given, else the score function's identity
+        The pipeline is the score function's identity
         (:func:`rdpest.auditing.identity.score_fn_identity`: its ``describe()``, or its code and
-        arguments); a score function whose identity cannot be read is refused for a store.
+        arguments) with ``config`` beside it (:meth:`_pipeline`); a score function whose identity
+        cannot be read is refused for a store unless ``config`` names it.
         """
-        pipeline = self.config if self.config is not None else score_fn_identity(self.score_fn)
-        return {"pipeline": pipeline, "random_state": int(self.random_state)}
+        return {"pipeline": self._pipeline(for_store=True), "random_state": int(self.random_state)}
+
+    # Set by DPSGDAuditor, whose config is the complete identity it builds from its data, model,
+    # canary and settings: its stores record that config alone.
+    _config_is_identity = False
+
+    def _pipeline(self, for_store: bool) -> dict:
+        """The pipeline as the store and the result record it: ``config`` adds to the score
+        function's identity (a user's config naming globals must not switch off the checks of
+        its code, data and canary); it stands alone only for a score function without a readable
+        identity (a lambda), or where the library built it as the complete identity."""
+        if self.config is not None and self._config_is_identity:
+            return self.config
+        try:
+            identity = score_fn_identity(self.score_fn)
+        except ValueError:
+            if self.config is not None:
+                return self.config
+            if for_store:
+                raise
+            return _identity_or_name(self.score_fn)
+        return identity if self.config is None else {"score_fn": identity, "config": self.config}
 
     def _open_store(self):
         """The locked run store of this audit (a null context without ``store``)."""
@@ -508,7 +532,7 @@ class Auditor:
             }
         violation = any(e["certified"] and e["lower_bound"] > claimed for e in estimates.values())
         power = audit_power(shares, len(with_), len(without), claimed, float(self.alpha))
-        pipeline = self.config if self.config is not None else _identity_or_name(self.score_fn)
+        pipeline = self._pipeline(for_store=False)
         return AuditResult(
             losses_without_canary=np.asarray(without, dtype=float),
             losses_with_canary=np.asarray(with_, dtype=float),

@@ -154,6 +154,7 @@ def evaluate(
         progress=False,
         membership_delta=membership_delta,
     )
+    auditor._config_is_identity = True  # given scores: no training function to identify
     # What Auditor.run does for one round of n runs per side, without the training.
     level = float(beta)
     result = auditor._evaluate(without, with_, estimators, level)

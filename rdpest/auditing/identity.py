@@ -169,9 +169,10 @@ def _identity(fn, where: str, what: str = "the callable") -> dict:
     state = getattr(fn, "__dict__", None)
     if not isinstance(call, types.FunctionType) or state is None:
         raise _Unidentifiable(f"{where} ({type(fn).__name__}) has no readable identity")
+    # The whole class, not only __call__: the methods it calls and the constants it reads decide
+    # the scores as much.
     return {
-        "instance": qualified_name(type(fn)),
-        "call": _code_digest(call.__code__),
+        "instance": _class_identity(type(fn), f"{where} ({type(fn).__qualname__})"),
         "state": _value(dict(state), f"{where} attributes"),
     }
 

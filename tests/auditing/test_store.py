@@ -154,6 +154,66 @@ def test_a_function_whose_default_arguments_changed_is_another_pipeline(tmp_path
     _same(_audit(_Pipeline().score, store=tmp_path / "m").run(), _audit(method).run())
 
 
+class _Delegating:
+    """A callable instance whose ``__call__`` delegates to a helper that reads a class constant
+    (the natural shape of a user's trainer)."""
+
+    NOISE_SCALE_BUG = 1.0
+
+    def _score(self, include_canary, seed):
+        return _mechanism_score(include_canary, seed, self.NOISE_SCALE_BUG)
+
+    def __call__(self, include_canary, seed):
+        return self._score(include_canary, seed)
+
+
+def _leaky_score(self, include_canary, seed):
+    return _mechanism_score(include_canary, seed, 0.25)
+
+
+def test_an_edited_helper_or_class_constant_of_a_callable_instance_is_another_pipeline(tmp_path):
+    """Bug: a callable instance was identified by its ``__call__``'s code and its attributes
+    only, so editing the helper that ``__call__`` calls, or a class constant, resumed the old
+    store: a reviewer's store written by an honest trainer was resumed by a leaking one and the
+    audit said "not_refuted" where a fresh store said "violation"."""
+    _audit(_Delegating(), store=tmp_path).run()
+    honest = _audit(_Delegating()).run()
+    original = _Delegating.__dict__["_score"]
+    try:
+        _Delegating.NOISE_SCALE_BUG = 0.25
+        with pytest.raises(ValueError, match="different audit configuration"):
+            _audit(_Delegating(), store=tmp_path).run()
+        _Delegating.NOISE_SCALE_BUG = 1.0
+        _Delegating._score = _leaky_score
+        with pytest.raises(ValueError, match="different audit configuration"):
+            _audit(_Delegating(), store=tmp_path).run()
+        assert _audit(_Delegating(), store=tmp_path / "fresh").run().verdict == "violation"
+    finally:
+        _Delegating.NOISE_SCALE_BUG = 1.0
+        _Delegating._score = original
+    _same(_audit(_Delegating(), store=tmp_path).run(), honest)
+
+
+def test_config_adds_to_the_score_function_identity(tmp_path):
+    """Bug: ``Auditor(config=...)`` replaced the score function's identity in the store's
+    fingerprint, and the guides advise passing it for the globals a function reads; a changed
+    score function with the same config then resumed the old store (a reviewer's noisy-sum audit
+    with its clipping removed resumed the clipped runs and said "not_refuted")."""
+    config = {"noise_multiplier": 1.0}
+    honest = functools.partial(_mechanism_score, noise_scale_bug=1.0)
+    buggy = functools.partial(_mechanism_score, noise_scale_bug=0.25)
+    _audit(honest, store=tmp_path / "a", config=config).run()
+    with pytest.raises(ValueError, match="different audit configuration"):
+        _audit(buggy, store=tmp_path / "a", config=config).run()
+    with pytest.raises(ValueError, match="different audit configuration"):
+        _audit(honest, store=tmp_path / "a", config={"noise_multiplier": 2.0}).run()
+    _same(_audit(honest, store=tmp_path / "a", config=config).run(), _audit(honest).run())
+    # A score function without a readable identity is named by its config alone.
+    _audit(lambda c, s: _mechanism_score(c, s), store=tmp_path / "b", config=config).run()
+    stored = json.loads((tmp_path / "b" / "config.json").read_text())
+    assert stored["pipeline"] == config
+
+
 def test_non_json_config_and_store_that_is_a_file_are_clear_errors(tmp_path):
     """Bug: a non-JSON config and a store path naming a file gave raw TypeError/OSError."""
     mech = GaussianMechanismScore()

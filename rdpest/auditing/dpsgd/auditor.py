@@ -419,7 +419,7 @@ class DPSGDAuditor:
     def _generic_auditor(self, score_fn, claimed: float, config: dict) -> Auditor:
         settings = self._audit_settings(claimed)
         claimed_epsilon = settings.pop("claimed_epsilon")
-        return Auditor(
+        auditor = Auditor(
             score_fn,
             claimed_epsilon,
             **settings,
@@ -427,6 +427,8 @@ class DPSGDAuditor:
             config=config,
             progress=self.progress,
         )
+        auditor._config_is_identity = True  # the fingerprint built in build() is complete
+        return auditor
 
     def auditor(self) -> Auditor:
         """The generic :class:`Auditor` this audit runs (validated before any training)."""
