@@ -9,9 +9,7 @@ cannot drift apart. Only the record of the pipeline differs: no score function w
 
 from __future__ import annotations
 
-import numpy as np
-
-from rdpest.auditing.auditor import Auditor, _round_record, check_audit_settings
+from rdpest.auditing.auditor import Auditor, _round_record, check_audit_settings, checked_scores
 from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
 
@@ -24,31 +22,6 @@ GIVEN_SCORES = {"scores": "given to rdpest.auditing.evaluate (no training run he
 def _no_training(include_canary, seed):  # pragma: no cover - never called
     """The score function of an audit whose scores are given: it must never train."""
     raise RuntimeError("rdpest.auditing.evaluate was given its scores; it trains nothing")
-
-
-def _scores(values, name: str) -> np.ndarray:
-    """``values`` as a 1-D float array of finite numbers, or a ValueError naming ``name``."""
-    if isinstance(values, str | bytes | dict) or values is None:
-        raise ValueError(f"{name} must be a 1-D array of scores, got {type(values).__name__}")
-    try:
-        array = np.asarray(values)
-    except ValueError as exc:  # a ragged nested list
-        raise ValueError(f"{name} must be a 1-D array of scores (ragged input: {exc})") from None
-    if array.dtype == object or array.dtype.kind not in "biuf" or array.dtype.kind == "b":
-        raise ValueError(f"{name} must hold real numbers, got an array of dtype {array.dtype}")
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of scores, got shape {array.shape}")
-    if array.size == 0:
-        raise ValueError(f"{name} is empty")
-    array = array.astype(np.float64)
-    bad = ~np.isfinite(array)
-    if bad.any():
-        first = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"{name} holds {int(bad.sum())} non-finite score(s) (NaN or inf), the first at index "
-            f"{first}: {array[first]}"
-        )
-    return array
 
 
 def evaluate(
@@ -116,14 +89,7 @@ def evaluate(
     ...
     ValueError: losses_without_canary has 40 scores but losses_with_canary has 30: ...
     """
-    without = _scores(losses_without_canary, "losses_without_canary")
-    with_ = _scores(losses_with_canary, "losses_with_canary")
-    if len(without) != len(with_):
-        raise ValueError(
-            f"losses_without_canary has {len(without)} scores but losses_with_canary has "
-            f"{len(with_)}: an audit has as many runs with the canary as without (its power and "
-            "record are per side); pass equally long samples"
-        )
+    without, with_ = checked_scores(losses_without_canary, losses_with_canary)
     n = len(without)
     try:
         estimators = check_audit_settings(

@@ -1,5 +1,7 @@
 """Tests of rdpest.auditing.evaluate: an audit's verdict on scores the user already has."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -91,3 +93,23 @@ def test_clear_errors(without, with_, kwargs, message):
     with pytest.raises(ValueError) as info:
         evaluate(without, with_, claim, **options)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "without, with_, message",
+    [
+        (GOOD, GOOD[:20], "without has 50 scores but with_ has 20"),
+        (GOOD, np.array(["0.5"] * 50), "with_ must hold real numbers"),
+        (GOOD > 0.5, GOOD, "without must hold real numbers, got an array of dtype bool"),
+        (np.r_[GOOD[:-1], np.nan], GOOD, "without holds 1 non-finite"),
+        (GOOD, GOOD.reshape(25, 2), "with_ must be a 1-D array of scores"),
+    ],
+)
+def test_auditor_evaluate_checks_its_scores_as_evaluate_does(without, with_, message):
+    """Bug: Auditor.evaluate, offered for samples collected elsewhere, took 200 scores without
+    and 20 with the canary and reported "200 runs per side" (a result whose own JSON
+    AuditResult.from_json then refused), turned strings and booleans into numbers, and named no
+    side for a NaN."""
+    auditor = Auditor(None, 1.0, alpha=2.0, n_runs=50, progress=False)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        auditor.evaluate(without, with_, {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0)})
