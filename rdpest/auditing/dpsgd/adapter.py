@@ -45,28 +45,76 @@ def _as_numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def _like(value, template):
-    """``value`` converted to the type (tensor dtype, or Python/numpy number) of ``template``."""
-    if isinstance(template, torch.Tensor):
-        out = torch.as_tensor(_as_numpy(value), dtype=template.dtype)
-        if out.shape != template.shape:
-            if out.numel() == template.numel():
-                return out.reshape(template.shape)
+def _numbers(value, what: str) -> np.ndarray:
+    """The canary's ``what`` as a numeric array, or a ValueError: it is never coerced from text,
+    and never NaN or inf."""
+    if isinstance(value, str | bytes):
+        raise ValueError(f"the canary's {what} must be numbers, got {value!r}")
+    try:
+        array = _as_numpy(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the canary's {what} must be numbers ({exc})") from None
+    if array.dtype == object or array.dtype.kind not in "biuf":
+        raise ValueError(f"the canary's {what} must be numbers, got dtype {array.dtype}")
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        raise ValueError(f"the canary's {what} holds NaN or inf: {array.tolist()!r}")
+    return array
+
+
+def _exactly(array: np.ndarray, integral: bool, boolean: bool, what: str) -> None:
+    """Refuse a value that the data set's type would silently change: a fraction into an integer
+    type (2.7 would train as 2), a bool into a number type or a number into a bool type."""
+    if boolean != (array.dtype.kind == "b"):
+        kind = "bool" if boolean else "numbers"
+        raise ValueError(
+            f"the canary's {what} must be {kind}, as the data set's are, got dtype {array.dtype}"
+        )
+    if integral and array.dtype.kind == "f" and not np.array_equal(array, np.round(array)):
+        raise ValueError(
+            f"the canary's {what} must be whole numbers, as the data set's are, got "
+            f"{array.tolist()!r}"
+        )
+
+
+def _like(value, template, what: str):
+    """``value`` converted to the type (tensor dtype, or Python/numpy number) of ``template``,
+    the data set's first example's ``what``; a ValueError where that would change the value
+    (text, NaN or inf, a fraction into integers, a bool, a shape other than the template's; a
+    flat value with the template's number of elements is laid out in its shape)."""
+    if isinstance(template, torch.Tensor | np.ndarray):
+        array = _numbers(value, what)
+        if isinstance(template, torch.Tensor):
+            dtype, integral = template.dtype, not template.dtype.is_floating_point
+            boolean = dtype == torch.bool
+        else:
+            dtype, integral = template.dtype, template.dtype.kind in "biu"
+            boolean = template.dtype.kind == "b"
+        _exactly(array, integral, boolean, what)
+        shape = tuple(template.shape)
+        if array.shape != shape:
+            if array.ndim != 1 or array.size != int(np.prod(shape, dtype=np.int64)):
+                raise ValueError(
+                    f"the canary's {what} has shape {array.shape}, but the data set's examples "
+                    f"have shape {shape} (a flat value of {int(np.prod(shape, dtype=np.int64))} "
+                    "numbers is laid out in that shape)"
+                )
+            array = array.reshape(shape)
+        if isinstance(template, torch.Tensor):
+            return torch.as_tensor(array).to(dtype)
+        return array.astype(dtype)
+    if isinstance(template, numbers.Number) and not isinstance(template, complex):
+        array = _numbers(value, what)
+        if array.size != 1:
             raise ValueError(
-                f"the canary's value has shape {tuple(out.shape)}, but the data set's examples "
-                f"have shape {tuple(template.shape)}"
+                f"the canary's {what} must be one number, as the data set's are, got shape "
+                f"{array.shape}"
             )
-        return out
-    if isinstance(template, np.ndarray):
-        out = np.asarray(_as_numpy(value), dtype=template.dtype)
-        if out.shape != template.shape:
-            raise ValueError(
-                f"the canary's value has shape {out.shape}, but the data set's examples have "
-                f"shape {template.shape}"
-            )
-        return out
-    if isinstance(template, numbers.Integral) and not isinstance(template, bool):
-        return int(_as_numpy(value).item())
+        integral = isinstance(template, numbers.Integral)
+        _exactly(
+            array, integral and not isinstance(template, bool), isinstance(template, bool), what
+        )
+        item = array.reshape(()).item()
+        return type(template)(item) if isinstance(template, bool | int | float) else item
     return value
 
 
@@ -118,8 +166,10 @@ def with_canary(dataset, x, y) -> torch.utils.data.Dataset:
     Raises
     ------
     ValueError
-        If ``dataset`` is not a non-empty map-style data set of pairs, or the canary's input does
-        not have the shape of the data set's inputs.
+        If ``dataset`` is not a non-empty map-style data set of pairs, or the canary would change
+        on conversion: an input of another shape than the data set's (a flat one of as many
+        numbers is laid out in it), text, NaN or inf, a fraction where the data set has
+        integers (labels, integer images), or a bool where it has numbers.
 
     Examples
     --------
@@ -141,8 +191,8 @@ def with_canary(dataset, x, y) -> torch.utils.data.Dataset:
         raise ValueError(
             "the data set's items must be pairs (input, label) for the canary (x, y) to join them"
         )
-    x = _like(x, first[0])
-    y = _like(y, first[1])
+    x = _like(x, first[0], "input")
+    y = _like(y, first[1], "label")
     return CanaryDataset(dataset, x, y)
 
 
@@ -154,6 +204,11 @@ def _history(source) -> list[tuple[float, float, int]]:
     from opacus.accountants import IAccountant, RDPAccountant
 
     if isinstance(source, list | tuple):
+        if not all(isinstance(entry, list | tuple) for entry in source):
+            raise ValueError(
+                "a history must be a list of (noise_multiplier, sample_rate, steps) entries, "
+                f"got {source!r}" + (" (one entry: wrap it in a list)" if len(source) == 3 else "")
+            )
         return [tuple(entry) for entry in source]
     accountant = getattr(source, "accountant", source)  # a PrivacyEngine holds its accountant
     if not isinstance(accountant, IAccountant):

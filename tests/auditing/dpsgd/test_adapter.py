@@ -120,6 +120,48 @@ def test_with_canary_refuses_what_it_cannot_extend():
         with_canary(object(), np.zeros(3), 1)
 
 
+class _IntegerPairs(torch.utils.data.Dataset):
+    """Integer inputs and Python-int labels (a data set of counts)."""
+
+    def __len__(self):
+        return 3
+
+    def __getitem__(self, index):
+        return torch.zeros(2, dtype=torch.int64), 1
+
+
+@pytest.mark.parametrize(
+    "dataset, x, y, message",
+    [
+        (DATA, np.zeros(3), 2.7, "label must be whole numbers"),
+        (DATA, np.zeros(3), True, "label must be numbers, as the data set's are, got dtype bool"),
+        (DATA, np.zeros(3), "cat", "label must be numbers, got 'cat'"),
+        (DATA, [np.nan, 0.0, 0.0], 1, "input holds NaN or inf"),
+        (DATA, [np.inf, 0.0, 0.0], 1, "input holds NaN or inf"),
+        (DATA, np.zeros((1, 3)), 1, "input has shape (1, 3)"),
+        (TensorDataset(torch.zeros(2, 6), torch.zeros(2)), np.zeros((3, 2)), 0, "shape (3, 2)"),
+        (_IntegerPairs(), [1.7, -2.9], 1, "input must be whole numbers"),
+        (_IntegerPairs(), [1, 2], 1.9, "label must be whole numbers"),
+        (_IntegerPairs(), [1, 2], [1, 2], "label must be one number"),
+    ],
+)
+def test_with_canary_refuses_a_canary_that_conversion_would_change(dataset, x, y, message):
+    """Bug: the canary was converted to the data set's types without a check: label 2.7 trained
+    as class 2, inputs [1.7, -2.9] as [1, -2], True as 1, a (3, 2) input as a scrambled (2, 3)
+    one, a NaN canary was accepted (and the audit later blamed a diverged training), and a text
+    label raised a raw torch TypeError."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        with_canary(dataset, x, y)
+
+
+def test_with_canary_keeps_what_converts_exactly():
+    flat = TensorDataset(torch.zeros(2, 1, 2, 3), torch.zeros(2, dtype=torch.long))
+    x, y = with_canary(flat, np.arange(6.0), np.int64(1))[2]  # a flat input in the image shape
+    assert x.shape == (1, 2, 3) and x.flatten().tolist() == list(range(6)) and int(y) == 1
+    x, y = with_canary(_IntegerPairs(), [1.0, 2.0], 0.0)[3]  # whole floats into integers
+    assert x.dtype == torch.int64 and x.tolist() == [1, 2] and y == 0 and type(y) is int
+
+
 # ------------------------------------------------------------------------------ the claim
 
 
@@ -177,6 +219,9 @@ def test_claim_errors_are_clear():
         epsilon_alpha_from_opacus("rdp", 2.0)
     with pytest.raises(ValueError):
         epsilon_alpha_from_opacus([(1.0, 1.0, 3)], 1.0)
+    # Bug: one entry not wrapped in a list raised "TypeError: 'float' object is not iterable".
+    with pytest.raises(ValueError, match="wrap it in a list"):
+        epsilon_alpha_from_opacus((1.0, 0.25, 8), 2.0)
 
 
 # ------------------------------------------------------------------------------ the adapter
