@@ -54,8 +54,8 @@ def load_samples(path: str) -> np.ndarray:
 
     A .csv or .txt file whose first line is not numbers (a header such as ``loss``) is read
     without that line; only the first line is ever skipped. The result is a float64 array of
-    shape (n,) or (n, d); anything else (an empty or 0-d file, a structured or complex array, a
-    directory) is a ValueError naming the file.
+    shape (n,) or (n, d) of finite numbers; anything else (an empty or 0-d file, a boolean,
+    structured or complex array, NaN or inf, a directory) is a ValueError naming the file.
     """
     file = Path(path)
     if file.is_dir():
@@ -82,7 +82,9 @@ def load_samples(path: str) -> np.ndarray:
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {path}: {exc or type(exc).__name__}") from None
     data = np.asarray(data)
-    if data.dtype.names is not None or data.dtype.kind not in "biuf":
+    # Booleans are refused as rdpest.auditing.evaluate refuses them: a 0/1 decision saved where
+    # a score was meant is a mistake more often than a sample.
+    if data.dtype.names is not None or data.dtype.kind not in "iuf":
         raise ValueError(
             f"{path} holds a {data.dtype} array; samples must be real numbers (integer or float)"
         )
@@ -90,7 +92,15 @@ def load_samples(path: str) -> np.ndarray:
         raise ValueError(
             f"{path} must hold a non-empty array of shape (n,) or (n, d), got shape {data.shape}"
         )
-    return data.astype(np.float64)
+    data = data.astype(np.float64)
+    bad = ~np.isfinite(data)
+    if bad.any():
+        first = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{path} holds {int(bad.sum())} non-finite value(s) (NaN or inf), the first in row "
+            f"{int(first[0])}: {data[tuple(first)]}"
+        )
+    return data
 
 
 def _report(est, truth: float | None = None) -> dict:
@@ -146,7 +156,20 @@ def _cmd_quickstart(args) -> int:
     return 0
 
 
+def _check_order_and_level(args) -> None:
+    """``--alpha`` and ``--beta`` in range, or a usage error naming the flag, before any file is
+    read (as ``rdpest audit`` does for its settings)."""
+    from rdpest.utils.validation import check_alpha, check_beta
+
+    for name, check in (("alpha", check_alpha), ("beta", check_beta)):
+        try:
+            check(getattr(args, name), f"--{name}")
+        except ValueError as exc:
+            raise _UsageError(str(exc)) from None
+
+
 def _cmd_estimate(args) -> int:
+    _check_order_and_level(args)
     X = load_samples(args.samples_p)
     Y = load_samples(args.samples_q)
     est = _estimator(args).fit(X, Y)
@@ -164,6 +187,7 @@ def _scores_file(path: str) -> np.ndarray:
 def _cmd_evaluate(args) -> int:
     from rdpest.auditing import evaluate
 
+    _check_order_and_level(args)
     without, with_ = _scores_file(args.without), _scores_file(args.with_canary)
     try:
         result = evaluate(

@@ -57,14 +57,50 @@ def _samples(tmp_path):
         (lambda p: np.save(p, np.ones(3, dtype=complex)), "real numbers"),
         (lambda p: np.save(p, np.zeros((0,))), "non-empty"),
         (lambda p: p.mkdir(), "is a directory"),
+        # Bug: a NaN reached the estimator, whose message named "X (the sample from P)", not
+        # the file; booleans were read as 0/1 samples, where rdpest.auditing.evaluate refuses
+        # them.
+        (lambda p: np.save(p, np.r_[np.ones(9), np.nan]), "non-finite value(s) (NaN or inf)"),
+        (lambda p: np.save(p, np.r_[np.inf, np.ones(9)]), "the first in row 0: inf"),
+        (lambda p: np.save(p, np.ones(10, dtype=bool)), "holds a bool array"),
     ],
-    ids=["zero-bytes", "zero-d", "structured", "complex", "empty", "directory"],
+    ids=[
+        "zero-bytes",
+        "zero-d",
+        "structured",
+        "complex",
+        "empty",
+        "directory",
+        "nan",
+        "inf",
+        "bool",
+    ],
 )
 def test_estimate_reports_a_bad_sample_file_in_one_line(tmp_path, capsys, make, needle):
     bad = tmp_path / "p.npy"
     make(bad)
     assert main(["estimate", str(bad), str(_samples(tmp_path))]) == 1
     _one_error_line(capsys, "estimate", str(bad), needle)
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["estimate", "--alpha", "1"], "--alpha must be > 1"),
+        (["estimate", "--beta", "1.5"], "--beta must"),
+        (["evaluate", "--claim", "1", "--alpha", "0.5"], "--alpha must be > 1"),
+        (["evaluate", "--claim", "1", "--alpha", "2", "--beta", "0"], "--beta must"),
+    ],
+)
+def test_estimate_and_evaluate_refuse_alpha_and_beta_out_of_range_as_usage_errors(
+    tmp_path, capsys, argv, needle
+):
+    """Bug: `rdpest estimate --alpha 1` exited with status 1 after reading both files, naming
+    DVRenyiEstimator's parameter `alpha`; `rdpest audit` says `--alpha` with status 2."""
+    good = str(_samples(tmp_path))
+    missing = str(tmp_path / "missing.npy")  # never read: the flags are checked first
+    assert main([*argv, missing, good]) == 2
+    _one_error_line(capsys, argv[0], needle)
 
 
 def _audit_argv(out) -> list[str]:
