@@ -56,8 +56,11 @@ def _numbers(value, what: str) -> np.ndarray:
         raise ValueError(f"the canary's {what} must be numbers ({exc})") from None
     if array.dtype == object or array.dtype.kind not in "biuf":
         raise ValueError(f"the canary's {what} must be numbers, got dtype {array.dtype}")
-    if array.dtype.kind == "f" and not np.isfinite(array).all():
-        raise ValueError(f"the canary's {what} holds NaN or inf: {array.tolist()!r}")
+    bad = ~np.isfinite(array) if array.dtype.kind == "f" else np.zeros(array.shape, bool)
+    if bad.any():
+        raise ValueError(
+            f"the canary's {what} holds {int(bad.sum())} NaN or inf value(s) of {array.size}"
+        )
     return array
 
 
@@ -70,9 +73,10 @@ def _exactly(array: np.ndarray, integral: bool, boolean: bool, what: str) -> Non
             f"the canary's {what} must be {kind}, as the data set's are, got dtype {array.dtype}"
         )
     if integral and array.dtype.kind == "f" and not np.array_equal(array, np.round(array)):
+        fractions = array[array != np.round(array)]
         raise ValueError(
             f"the canary's {what} must be whole numbers, as the data set's are, got "
-            f"{array.tolist()!r}"
+            f"{fractions.size} fraction(s), the first {fractions.flat[0]:g}"
         )
 
 
@@ -114,7 +118,9 @@ def _like(value, template, what: str):
             array, integral and not isinstance(template, bool), isinstance(template, bool), what
         )
         item = array.reshape(()).item()
-        return type(template)(item) if isinstance(template, bool | int | float) else item
+        if isinstance(template, bool):
+            return bool(item)
+        return int(item) if integral else item
     return value
 
 

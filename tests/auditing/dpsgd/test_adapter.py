@@ -130,14 +130,24 @@ class _IntegerPairs(torch.utils.data.Dataset):
         return torch.zeros(2, dtype=torch.int64), 1
 
 
+class _NumpyLabels(torch.utils.data.Dataset):
+    """Float inputs and numpy-integer labels."""
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, index):
+        return torch.zeros(3), np.int64(1)
+
+
 @pytest.mark.parametrize(
     "dataset, x, y, message",
     [
         (DATA, np.zeros(3), 2.7, "label must be whole numbers"),
         (DATA, np.zeros(3), True, "label must be numbers, as the data set's are, got dtype bool"),
         (DATA, np.zeros(3), "cat", "label must be numbers, got 'cat'"),
-        (DATA, [np.nan, 0.0, 0.0], 1, "input holds NaN or inf"),
-        (DATA, [np.inf, 0.0, 0.0], 1, "input holds NaN or inf"),
+        (DATA, [np.nan, 0.0, 0.0], 1, "input holds 1 NaN or inf value(s) of 3"),
+        (DATA, [np.inf, 0.0, 0.0], 1, "input holds 1 NaN or inf value(s) of 3"),
         (DATA, np.zeros((1, 3)), 1, "input has shape (1, 3)"),
         (TensorDataset(torch.zeros(2, 6), torch.zeros(2)), np.zeros((3, 2)), 0, "shape (3, 2)"),
         (_IntegerPairs(), [1.7, -2.9], 1, "input must be whole numbers"),
@@ -160,6 +170,8 @@ def test_with_canary_keeps_what_converts_exactly():
     assert x.shape == (1, 2, 3) and x.flatten().tolist() == list(range(6)) and int(y) == 1
     x, y = with_canary(_IntegerPairs(), [1.0, 2.0], 0.0)[3]  # whole floats into integers
     assert x.dtype == torch.int64 and x.tolist() == [1, 2] and y == 0 and type(y) is int
+    numpy_labels = _NumpyLabels()  # a numpy integer label: the canary's becomes an int
+    assert type(with_canary(numpy_labels, np.zeros(3), 2.0)[2][1]) is int
 
 
 # ------------------------------------------------------------------------------ the claim
