@@ -8,6 +8,7 @@ of scipy.stats log-densities; the samples follow the law (Kolmogorov–Smirnov, 
 options are ValueErrors.
 """
 
+import decimal
 import itertools
 import math
 
@@ -153,6 +154,24 @@ def test_laplace_scale_closed_form_matches_quadrature_and_its_boundary(alpha):
         )
     # At and beyond b = α/(α−1) the integral diverges.
     assert dv._laplace_scale_renyi_divergence(alpha, boundary * 1.001) == math.inf
+
+
+@pytest.mark.parametrize("alpha", [32.01, 64.0, 256.0, 1e4])
+@pytest.mark.parametrize("divergence", [0.01, 1.0, 10.0])
+def test_poisson_rate_solves_at_orders_above_32(alpha, divergence):
+    """Bug: every request above α = 32 was refused ("math range error"): the solver first
+    evaluated the divergence at its largest rate, 2**32, and e^{α log λ} overflowed. The rate
+    solved is checked against the closed form (λ^α − αλ + α − 1)/(α − 1) (van Erven & Harremoës
+    2014) at 60 digits, not against the package's own evaluation."""
+    rate = datasets.family_parameters("poisson_rate", alpha, divergence)["rate"]
+    _, _, truth = datasets.make_renyi_pair("poisson_rate", alpha, divergence, 5, random_state=0)
+    assert truth == pytest.approx(divergence, rel=1e-9)
+    with decimal.localcontext() as context:
+        context.prec = 60
+        lam, a = decimal.Decimal(rate), decimal.Decimal(alpha)
+        exact = ((a * lam.ln()).exp() - a * lam + a - 1) / (a - 1)
+    assert float(exact) == pytest.approx(divergence, rel=1e-9)
+    assert dv._poisson_rate_renyi_divergence(alpha, 2.0**32) == math.inf  # beyond double range
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)

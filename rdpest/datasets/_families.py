@@ -296,6 +296,15 @@ def _solve_poisson_rate(alpha: float, divergence: float) -> dict:
     upper = 2.0
     while excess(upper) < 0.0:
         upper = min(upper * upper, _MAX_POISSON_RATE)
+    # At large α the divergence overflows (α·log λ > 709) long before λ = 2: the bracket's end
+    # is moved down to a finite divergence (still above the target, or the target is refused).
+    while not math.isfinite(excess(upper)):
+        upper = 1.0 + (upper - 1.0) / 2.0
+    if excess(upper) < 0.0:
+        raise ValueError(
+            f"divergence {divergence!r} is not reachable by family 'poisson_rate' at alpha="
+            f"{alpha!r} in double precision"
+        )
     return {"rate": _bracketed_root(excess, 1.0, upper)}
 
 

@@ -503,7 +503,10 @@ def _poisson_rate_renyi_divergence(alpha: float, rate: float) -> float:
             power_u *= u / k
             total += (power_alpha - alpha) * power_u
         return total / (alpha - 1.0)
-    return (math.expm1(alpha * u) - alpha * math.expm1(u)) / (alpha - 1.0)
+    try:
+        return (math.expm1(alpha * u) - alpha * math.expm1(u)) / (alpha - 1.0)
+    except OverflowError:  # e^{αu} beyond double range: so is the divergence
+        return math.inf
 
 
 def _student_t_log_pdf(df: float):
