@@ -195,6 +195,17 @@ def test_multivariate_moments():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("shift", [1.3979493659449589, -0.7])
+def test_laplace_log_ratio_is_exact_in_the_far_tails(shift):
+    """Bug: |x| − |x − Δ| lost every digit beyond |x| of about 1e15: L(1e15) was 1.375 and
+    L(1e17) was 0 for Δ = 1.398, where the Laplace mechanism's privacy loss is exactly ±Δ
+    outside [0, Δ] (Mironov 2017)."""
+    ratio = datasets.log_likelihood_ratio("laplace_shift", {"shift": shift})
+    far = np.array([1e15, 1e17, 1e300])
+    np.testing.assert_array_equal(ratio(far), np.full(3, abs(shift)) * np.sign(shift))
+    np.testing.assert_array_equal(ratio(-far), -np.full(3, abs(shift)) * np.sign(shift))
+
+
 def _reference_log_ratio(family, params, x):
     if family == "gaussian_shift":
         return stats.norm(params["mean"], 1).logpdf(x) - stats.norm.logpdf(x)

@@ -382,8 +382,11 @@ def log_likelihood_ratio(family: str, params: dict) -> Callable[[np.ndarray], np
         shift = check_real(params["shift"], "shift")
 
         def laplace_ratio(x):
+            # |x| − |x − Δ| = clip(2x − Δ, −Δ, Δ) for Δ >= 0 (mirrored for Δ < 0): the difference
+            # of two absolute values lost every digit once |x| was beyond about 1e15.
             x = np.asarray(x, dtype=np.float64)
-            return np.abs(x) - np.abs(x - shift)
+            side, width = (1.0 if shift >= 0 else -1.0), abs(shift)
+            return np.clip(2.0 * side * x - width, -width, width)
 
         return laplace_ratio
 
