@@ -86,9 +86,15 @@ AT_DETECTABLE_CELLS = [
 # The α = 2 cells where the model predicts 0.8, i.e. the detectable epsilon as it was computed
 # before MODEL_POWER: audits realised less than 0.8 there, which is why it was introduced.
 MODEL_080_CELLS = [(2.0, 1.0, 200, 3.6338), (2.0, 1.0, 500, 2.54), (2.0, 1.0, 1000, 2.0664)]
-# Orders above 2 at the detectable epsilon: the DV estimator's power model is counted up to
-# DV_MODEL_MAX_ALPHA (DVRenyiEstimator._power_model_max_alpha), only the others' above it.
+# Cells at the detectable epsilon where the DV estimator's power is not counted: above
+# DV_MODEL_MAX_ALPHA (DVRenyiEstimator._power_model_max_alpha), or for a claim above
+# DV_MAX_CLAIM_SHARE of its ceiling (small samples, claims near what they can certify).
 HIGH_ORDER_DETECTABLE_CELLS = [
+    (2.0, 1.0, 100),
+    (2.0, 1.0, 150),
+    (2.0, 2.0, 1000),
+    (2.0, 2.5, 1000),
+    (1.25, 1.5, 500),
     (3.0, 1.0, 500),
     (3.0, 1.5, 1000),
     (4.0, 2.0, 1000),
@@ -97,16 +103,21 @@ HIGH_ORDER_DETECTABLE_CELLS = [
     (8.0, 4.0, 1000),
     (16.0, 2.0, 2000),
 ]
-# The detectable epsilon such audits printed while the DV estimator's model was counted at
-# every order ('dv counted' cells): audits realised far less than 0.8 there, which is why it is
-# not counted above DV_MODEL_MAX_ALPHA.
+# The detectable epsilon such audits printed while the DV estimator's model was counted
+# everywhere ('dv counted' cells): audits realised less than 0.8 there, which is why it is not
+# counted in these cells.
 DV_COUNTED_CELLS = [
+    (2.0, 1.0, 100, 5.6406),
+    (2.0, 1.0, 150, 4.5156),
+    (2.0, 2.0, 1000, 4.3605),
+    (2.0, 2.5, 1000, 5.7428),
     (3.0, 1.0, 500, 3.375),
     (4.0, 2.0, 1000, 7.0313),
     (8.0, 2.0, 1000, 11.1807),
     (8.0, 4.0, 1000, 39.0625),
 ]
 DV_MODEL_MAX_ALPHA = DVRenyiEstimator._power_model_max_alpha
+DV_MAX_CLAIM_SHARE = DVRenyiEstimator._power_model_max_claim_share
 RATIOS = (1.25, 1.5, 2.0, 4.0)
 
 
@@ -119,7 +130,7 @@ def _dv_counted(shares: dict) -> dict:
     """The estimators with the DV estimator's power model counted at every order (as it was)."""
     counted = {name: clone(est) for name, est in shares.items()}
     for est in counted.values():
-        est._power_model_max_alpha = math.inf
+        est._power_model_max_alpha, est._power_model_max_claim_share = math.inf, 1.0
     return counted
 
 
@@ -202,6 +213,7 @@ def validate(repetitions: int) -> list[dict]:
                 "model_080": (alpha, claim, n, divergence) in MODEL_080_CELLS,
                 "dv_counted": (alpha, claim, n, divergence) in DV_COUNTED_CELLS,
                 "predicted_dv_counted": counted,
+                "dv_not_counted": "dv" in audit_power(shares, n, n, claim, alpha)["unmodelled"],
             }
         )
     return rows
@@ -388,8 +400,8 @@ def _markdown(
             "| predicted − realised | cell |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
-        covered = [r for r in validation if r["alpha"] <= DV_MODEL_MAX_ALPHA]
-        above = [r for r in validation if r["alpha"] > DV_MODEL_MAX_ALPHA]
+        covered = [r for r in validation if not r["dv_not_counted"]]
+        above = [r for r in validation if r["dv_not_counted"]]
         for r in covered:
             lines.append(
                 f"| {r['alpha']:g} | {r['claim']:g} | {r['runs_per_side']} | "
@@ -413,18 +425,20 @@ def _markdown(
             short = [r for r in counted if r["realised"] < TARGET_POWER]
             lowest = min((r["realised"] for r in counted), default=float("nan"))
             lines += [
-                f"### Above alpha = {DV_MODEL_MAX_ALPHA:g}: the DV estimator's power not counted",
+                "### Where the DV estimator's power is not counted",
                 "",
-                "The model credits the DV estimator with the exact log ratio. Counted at every",
-                "order, it stated power that audits did not have above alpha = "
-                f"{DV_MODEL_MAX_ALPHA:g}: at the detectable",
-                "epsilon it printed then ('dv counted' cells, where it predicted about 0.9)",
-                f"audits said violation less often than {TARGET_POWER:g} in {len(short)} of "
-                f"{len(counted)} cells (lowest {lowest:.2f}).",
-                "Above that order audits count only the other estimators' power",
-                "(power['unmodelled'] names the DV estimator): 'predicted' is then a prediction",
-                "for those alone, which the DV estimator's votes can only raise; 'predicted, dv",
-                "counted' is what the model said with it.",
+                "The model credits the DV estimator with the exact log ratio. Counted",
+                "everywhere, it stated power that audits did not have above alpha = "
+                f"{DV_MODEL_MAX_ALPHA:g} and for",
+                f"claims above {DV_MAX_CLAIM_SHARE:g} of the largest bound the DV estimator "
+                "can certify (few runs,",
+                "claims near that ceiling): at the detectable epsilon it printed there ('dv",
+                "counted' cells, where it predicted about 0.9) audits said violation less often",
+                f"than {TARGET_POWER:g} in {len(short)} of {len(counted)} cells (lowest "
+                f"{lowest:.2f}). There audits count only the",
+                "other estimators' power (power['unmodelled'] names the DV estimator):",
+                "'predicted' is then a prediction for those alone, which the DV estimator's",
+                "votes can only raise; 'predicted, dv counted' is what the model said with it.",
                 "",
                 "| alpha | claim | runs/side | true D | audits | realised | predicted "
                 "| predicted, dv counted | cell |",

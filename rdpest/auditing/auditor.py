@@ -491,7 +491,7 @@ class Auditor:
             result.power["power_target"] = float(self.power_target)
             shares = self._shares(estimators, level)
             # Where the power model covers none of the estimators, no number of runs is named.
-            modelled = any(e._power_modelled() for e in shares.values())
+            modelled = any(e._power_model_covers_order() for e in shares.values())
             if result.verdict != "violation" and not self._power_reached(result) and modelled:
                 result.power["runs_needed"] = runs_needed(
                     shares,

@@ -15,10 +15,11 @@ Every audit result carries ``power``:
   ``model_power`` (:data:`MODEL_POWER`, above ``target_power``). Predictions and audits'
   realised power, at that ε among other cells, are in benchmarks/results/auditing/power.md.
 - ``unmodelled``: the certified estimators whose power the model does not cover at the audit's
-  α (the DV estimator above α = 2, where its learned critic realised less power than the
-  model states; :meth:`rdpest.estimators.base.RenyiEstimatorBase._power_modelled`). They
-  still vote in the verdict, but ``detectable_epsilon`` and ``runs_needed`` count only the
-  others, and are None where no other can exceed the claim.
+  α, claim and sample sizes (the DV estimator above α = 2, or for a claim above 3/8 of the
+  largest bound it can certify: there its learned critic realised less power than the model
+  states; :meth:`rdpest.estimators.base.RenyiEstimatorBase._power_modelled`). They still vote
+  in the verdict, but ``detectable_epsilon`` and ``runs_needed`` count only the others, and
+  are None where no other can exceed the claim.
 """
 
 from __future__ import annotations
@@ -59,10 +60,12 @@ def audit_power(estimators: dict, n_with: int, n_without: int, claim: float, alp
     """
     certified = {name: e for name, e in estimators.items() if e.will_be_certified()}
     ceiling = max((e.max_certifiable(n_with, n_without) for e in certified.values()), default=0.0)
-    modelled = [e for e in certified.values() if e._power_modelled()]
+    unmodelled = sorted(
+        name for name, e in certified.items() if not e._power_modelled(n_with, n_without, claim)
+    )
     detectable = (
-        _detectable(modelled, n_with, n_without, claim, alpha)
-        if ceiling > claim and modelled
+        _detectable(list(certified.values()), n_with, n_without, claim, alpha)
+        if ceiling > claim
         else None
     )
     return {
@@ -71,8 +74,8 @@ def audit_power(estimators: dict, n_with: int, n_without: int, claim: float, alp
         "target_power": TARGET_POWER,
         "model_power": MODEL_POWER,
         "reference_model": "gaussian_location",
-        # certified estimators whose power the model does not cover at this α: not counted
-        "unmodelled": sorted(name for name, e in certified.items() if not e._power_modelled()),
+        # certified estimators whose power the model does not cover here: not counted
+        "unmodelled": unmodelled,
     }
 
 
@@ -82,6 +85,8 @@ def _detectable(certified: list, n_with: int, n_without: int, claim: float, alph
     as in :func:`violation_probability`: each direction needs 1 − (1 − power)^{1/tries}."""
     best = math.inf
     for est in certified:
+        if not est._power_modelled(n_with, n_without, claim):
+            continue
         designs = est._power_designs(n_with, n_without)
         per_try = 1.0 - (1.0 - MODEL_POWER) ** (1.0 / designs.pop("tries"))
         best = min(best, detectable_divergence_of(alpha, claim, **designs, power=per_try))
@@ -101,6 +106,8 @@ def violation_probability(
     realised power in benchmarks/results/auditing/power.md."""
     best = 0.0
     for est in estimators.values():
+        if not est._power_modelled(n_with, n_without, claim):
+            continue  # its power is not counted (audit_power's "unmodelled")
         designs = est._power_designs(n_with, n_without)
         p = 0.0
         if designs["threshold"] is not None:
@@ -120,7 +127,7 @@ def runs_needed(
     at its share of β) detect ε_α >= ``target`` with :data:`TARGET_POWER` probability
     (:data:`MODEL_POWER` under the reference model, as ``detectable_epsilon``); None beyond ten
     million, or where the model covers none of them (``power["unmodelled"]``)."""
-    certified = [e for e in estimators.values() if e._power_modelled()]
+    certified = [e for e in estimators.values() if e._power_model_covers_order()]
     if not certified:  # no estimator whose power the model covers: nothing to size
         return None
 
@@ -167,8 +174,8 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
     # the record had the key cover all of theirs).
     unmodelled = power.get("unmodelled") or []
     uncounted = (
-        f"; the power model does not cover {' or '.join(unmodelled)} at α = {alpha:g}, whose "
-        "power is not counted"
+        f"; the power of {' and '.join(unmodelled)} is not counted (the model overstates it "
+        f"at α = {alpha:g} for this claim and number of runs)"
         if unmodelled
         else ""
     )

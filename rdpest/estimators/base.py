@@ -140,20 +140,31 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         bound), each None where the estimator does not certify that way (both for an
         uncertified estimator); ``tries``: how many directions certify (2 for "max")."""
         tries = 2 if self.direction == "max" else 1
-        if not self.will_be_certified() or not self._power_modelled():
+        if not self.will_be_certified():
             return {"threshold": None, "bracket": None, "tries": tries}
         beta = float(self.beta) / tries
         return {**self._power_designs_direction(n_p, n_q, beta), "tries": tries}
 
-    #: The largest α at which the power model of this estimator's certificates was checked
-    #: against its realised power (above it, :meth:`_power_modelled` is False).
+    #: Where the power model of this estimator's certificates held when checked against its
+    #: realised power: up to this α, and for claims up to this share of the largest bound it can
+    #: certify from the sample sizes (:meth:`max_certifiable`); outside, an audit does not count
+    #: its power (:meth:`_power_modelled`).
     _power_model_max_alpha: float = math.inf
+    _power_model_max_claim_share: float = 1.0
 
-    def _power_modelled(self) -> bool:
-        """Whether the power model (:func:`rdpest.stats.power.detectable_divergence_of`) may be
-        used for this certified estimator at its α: beyond the α where the model was checked
-        against audits' realised power, an audit counts no power for it."""
+    def _power_model_covers_order(self) -> bool:
+        """Whether the power model covers this certified estimator at its α (for some sizes)."""
         return self.will_be_certified() and float(self.alpha) <= self._power_model_max_alpha
+
+    def _power_modelled(self, n_p: int, n_q: int, claim: float) -> bool:
+        """Whether the power model (:func:`rdpest.stats.power.detectable_divergence_of`) may be
+        used for this certified estimator at its α, these sample sizes and this claim: outside
+        the range where it was checked against audits' realised power, an audit counts no power
+        for it."""
+        if not self._power_model_covers_order():
+            return False
+        share = self._power_model_max_claim_share
+        return share >= 1.0 or claim <= share * self.max_certifiable(n_p, n_q)
 
     def _power_designs_direction(self, n_p: int, n_q: int, beta: float) -> dict:
         return {"threshold": None, "bracket": None}

@@ -266,8 +266,9 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "verbose": ["verbose"],
     }
     # The power model credits the critic with the exact log ratio; the learned critic realised
-    # less than it states above α = 2 (benchmarks/results/auditing/power.md): not counted there.
-    _power_model_max_alpha = 2.0
+    # less than it states above α = 2 and for claims above 3/8 of this estimator's ceiling
+    # (benchmarks/results/auditing/power.md): not counted there.
+    _power_model_max_alpha, _power_model_max_claim_share = 2.0, 0.375
 
     def __init__(
         self,
