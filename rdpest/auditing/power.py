@@ -170,8 +170,8 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
             f"{ceiling:.3g} (even perfectly separated scores), at or below the claimed "
             f"{eps} = {claim:.4g}; this audit could not have refuted the claim"
         )
-    # Certified estimators the power model does not cover at this α (results written before
-    # the record had the key cover all of theirs).
+    # Certified estimators the power model does not cover at this α, claim and number of runs
+    # (results written before the record had the key counted all of theirs).
     unmodelled = power.get("unmodelled") or []
     uncounted = (
         f"; the power of {' and '.join(unmodelled)} is not counted (the model overstates it "
