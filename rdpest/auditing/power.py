@@ -59,12 +59,16 @@ def audit_power(estimators: dict, n_with: int, n_without: int, claim: float, alp
     Their first sample is O′ (with the canary, ``n_with`` runs), their second O.
     """
     certified = {name: e for name, e in estimators.items() if e.will_be_certified()}
-    ceiling = max((e.max_certifiable(n_with, n_without) for e in certified.values()), default=0.0)
-    unmodelled = sorted(
-        name for name, e in certified.items() if not e._power_modelled(n_with, n_without, claim)
-    )
+    ceilings = {name: e.max_certifiable(n_with, n_without) for name, e in certified.items()}
+    ceiling = max(ceilings.values(), default=0.0)
+    modelled = {
+        name: e
+        for name, e in certified.items()
+        if e._power_modelled(n_with, n_without, claim, ceiling=ceilings[name])
+    }
+    unmodelled = sorted(set(certified) - set(modelled))
     detectable = (
-        _detectable(list(certified.values()), n_with, n_without, claim, alpha)
+        _detectable(list(modelled.values()), n_with, n_without, claim, alpha)
         if ceiling > claim
         else None
     )
@@ -79,14 +83,13 @@ def audit_power(estimators: dict, n_with: int, n_without: int, claim: float, alp
     }
 
 
-def _detectable(certified: list, n_with: int, n_without: int, claim: float, alpha: float):
-    """The smallest ε_α that some certified estimator detects with :data:`TARGET_POWER`
-    probability, i.e. :data:`MODEL_POWER` under the model (None: none), its directions counted
-    as in :func:`violation_probability`: each direction needs 1 − (1 − power)^{1/tries}."""
+def _detectable(modelled: list, n_with: int, n_without: int, claim: float, alpha: float):
+    """The smallest ε_α that some of the ``modelled`` estimators (certified, their power
+    counted at these sizes and claim) detects with :data:`TARGET_POWER` probability, i.e.
+    :data:`MODEL_POWER` under the model (None: none), its directions counted as in
+    :func:`violation_probability`: each direction needs 1 − (1 − power)^{1/tries}."""
     best = math.inf
-    for est in certified:
-        if not est._power_modelled(n_with, n_without, claim):
-            continue
+    for est in modelled:
         designs = est._power_designs(n_with, n_without)
         per_try = 1.0 - (1.0 - MODEL_POWER) ** (1.0 / designs.pop("tries"))
         best = min(best, detectable_divergence_of(alpha, claim, **designs, power=per_try))
@@ -132,7 +135,8 @@ def runs_needed(
         return None
 
     def enough(n: int) -> bool:
-        detectable = _detectable(certified, n, n, claim, alpha)
+        modelled = [e for e in certified if e._power_modelled(n, n, claim)]
+        detectable = _detectable(modelled, n, n, claim, alpha)
         return detectable is not None and detectable <= target
 
     lo, hi = max(1, start // 2), max(2, start)

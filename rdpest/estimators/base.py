@@ -156,15 +156,17 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         """Whether the power model covers this certified estimator at its α (for some sizes)."""
         return self.will_be_certified() and float(self.alpha) <= self._power_model_max_alpha
 
-    def _power_modelled(self, n_p: int, n_q: int, claim: float) -> bool:
+    def _power_modelled(self, n_p: int, n_q: int, claim: float, ceiling=None) -> bool:
         """Whether the power model (:func:`rdpest.stats.power.detectable_divergence_of`) may be
         used for this certified estimator at its α, these sample sizes and this claim: outside
         the range where it was checked against audits' realised power, an audit counts no power
-        for it."""
+        for it. ``ceiling``: :meth:`max_certifiable` of these sizes, where already computed."""
         if not self._power_model_covers_order():
             return False
         share = self._power_model_max_claim_share
-        return share >= 1.0 or claim <= share * self.max_certifiable(n_p, n_q)
+        if share >= 1.0:
+            return True
+        return claim <= share * (self.max_certifiable(n_p, n_q) if ceiling is None else ceiling)
 
     def _power_designs_direction(self, n_p: int, n_q: int, beta: float) -> dict:
         return {"threshold": None, "bracket": None}
