@@ -489,17 +489,17 @@ class Auditor:
         result.config["rounds_planned"] = list(sizes)
         if self.power_target is not None:
             result.power["power_target"] = float(self.power_target)
-            shares = self._shares(estimators, level)
-            # Where the power model covers none of the estimators, no number of runs is named.
-            modelled = any(e._power_model_covers_order() for e in shares.values())
-            if result.verdict != "violation" and not self._power_reached(result) and modelled:
-                result.power["runs_needed"] = runs_needed(
-                    shares,
-                    float(self.claimed_epsilon),
-                    float(self.alpha),
-                    float(self.power_target),
-                    start=int(sizes[-1]),
-                )
+            if result.verdict != "violation" and not self._power_reached(result):
+                shares = self._shares(estimators, level)
+                # Where the power model covers none of the estimators, no number of runs is named.
+                if any(e._power_model_covers_order() for e in shares.values()):
+                    result.power["runs_needed"] = runs_needed(
+                        shares,
+                        float(self.claimed_epsilon),
+                        float(self.alpha),
+                        float(self.power_target),
+                        start=int(sizes[-1]),
+                    )
         return result
 
     def _shares(self, estimators: dict, beta: float) -> dict:
