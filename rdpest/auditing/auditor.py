@@ -15,7 +15,8 @@ probability of accusing an honest pipeline is at most β by a union bound.
 Reliability: each run's seed is derived from ``random_state``, the arm
 and the run index alone, so results do not depend on ``n_jobs`` or on the joblib backend (loky,
 Dask, Ray through ``joblib.parallel_config``); finished runs are appended to a store as they finish
-and a re-run resumes. A score function that trains several runs at once (``score_many``) is given
+and a re-run resumes; a run that raises stops the audit once the runs in flight are stored.
+A score function that trains several runs at once (``score_many``) is given
 fixed groups of run indices, so this holds for it too.
 """
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -35,6 +36,15 @@ from rdpest.auditing.identity import score_fn_identity
 from rdpest.auditing.membership import MEMBERSHIP_DELTA, membership_readouts
 from rdpest.auditing.power import audit_power, runs_needed, verdict_of
 from rdpest.auditing.result import AuditResult, provenance
+from rdpest.auditing.runs import (
+    WITH_CANARY,
+    WITHOUT_CANARY,
+    _guarded,
+    _one_run,
+    _run_group,
+    run_seed,
+    runs_per_call,
+)
 from rdpest.auditing.sequential import round_sizes
 from rdpest.auditing.store import RunStore
 from rdpest.estimators.base import RenyiEstimatorBase
@@ -50,21 +60,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-WITHOUT_CANARY, WITH_CANARY = 0, 1
-
-
-def run_seed(random_state: int, arm: int, index: int) -> int:
-    """The seed of run ``index`` of ``arm`` (0: without canary, 1: with), independent of n_jobs.
-
-    Examples
-    --------
-    >>> run_seed(0, 1, 5) == run_seed(0, 1, 5) != run_seed(0, 0, 5)
-    True
-    """
-    return int(
-        np.random.SeedSequence([int(random_state), int(arm), int(index)]).generate_state(1)[0]
-    )
 
 
 def default_estimators(alpha: float, random_state: int) -> dict:
@@ -91,65 +86,6 @@ def default_estimators(alpha: float, random_state: int) -> dict:
             alpha=alpha, direction="max", conversion="gdp", random_state=random_state
         ),
     }
-
-
-def _checked_score(value, arm: int, seed: int) -> float:
-    """A run's score as a float: a real number, finite; strings, bools and the like are refused.
-
-    ``float()`` would quietly turn ``"1.5"`` or ``True`` into a score; a score function that
-    returns them has a bug the audit should not hide.
-    """
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
-    if isinstance(value, bool | np.bool_) or not isinstance(value, Real):
-        hint = " (a torch tensor? return tensor.item())" if hasattr(value, "item") else ""
-        raise ValueError(
-            f"score_fn must return a real number; got {type(value).__name__} {value!r}{hint} "
-            f"(include_canary={bool(arm)}, seed={seed})"
-        )
-    score = float(value)
-    if not math.isfinite(score):
-        raise ValueError(
-            f"score_fn returned {score} (include_canary={bool(arm)}, seed={seed}); a training run "
-            "diverged? Lower the learning rate or clip the score"
-        )
-    return score
-
-
-def _one_run(score_fn, arm: int, index: int, seed: int) -> list[tuple[int, int, int, float]]:
-    return [(arm, index, seed, _checked_score(score_fn(bool(arm), seed), arm, seed))]
-
-
-def _run_group(
-    score_fn, arm: int, indices: list[int], seeds: list[int]
-) -> list[tuple[int, int, int, float]]:
-    values = list(score_fn.score_many(bool(arm), list(seeds)))
-    if len(values) != len(seeds):
-        raise ValueError(
-            f"score_fn.score_many returned {len(values)} scores for {len(seeds)} seeds"
-        )
-    return [
-        (arm, index, seed, _checked_score(value, arm, seed))
-        for index, seed, value in zip(indices, seeds, values, strict=True)
-    ]
-
-
-def runs_per_call(score_fn) -> int:
-    """How many runs the auditor hands ``score_fn`` at once (1 without ``score_many``).
-
-    A score function may train several runs together: it then has a method
-    ``score_many(include_canary, seeds) -> sequence of floats`` (one score per seed, each what
-    ``score_fn(include_canary, seed)`` would return) and an integer attribute ``runs_per_call``.
-    """
-    if not callable(getattr(score_fn, "score_many", None)):
-        return 1
-    group = getattr(score_fn, "runs_per_call", None)
-    if isinstance(group, bool) or not isinstance(group, Integral) or group < 1:
-        raise ValueError(
-            "a score_fn with score_many must have an integer attribute runs_per_call >= 1, got "
-            f"{group!r}"
-        )
-    return int(group)
 
 
 #: The generic audit's settings besides the claim, as :class:`Auditor` names them (and
@@ -397,10 +333,20 @@ class Auditor:
             desc="training runs",
             disable=not self.progress,
         )
+        errors: list[tuple[BaseException, str]] = []
+
+        def dispatched():  # read by joblib as it dispatches: nothing new once a run has failed
+            for task in tasks:
+                if errors:
+                    return
+                yield task
+
         try:
             if tasks:
-                jobs = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")(tasks)
-                for runs in jobs:
+                jobs = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")(dispatched())
+                for runs, error, text in jobs:
+                    if error is not None and not errors:
+                        errors.append((error, text))
                     for arm, index, seed, score in runs:
                         if (arm, index) in finished:  # recomputed with its group, kept as stored
                             continue
@@ -410,6 +356,11 @@ class Auditor:
                         bar.update(1)
         finally:
             bar.close()
+        if errors:
+            error, text = errors[0]
+            if error.__traceback__ is None:  # raised in another process: keep its traceback
+                error.add_note(f"raised in a worker:\n{text}")
+            raise error
         without = np.array([finished[(WITHOUT_CANARY, i)] for i in range(n_runs)])
         with_ = np.array([finished[(WITH_CANARY, i)] for i in range(n_runs)])
         return without, with_
@@ -433,9 +384,10 @@ class Auditor:
                     continue
                 seeds = [run_seed(self.random_state, arm, i) for i in indices]
                 if group == 1:
-                    tasks.append(delayed(_one_run)(self.score_fn, arm, indices[0], seeds[0]))
+                    task = delayed(_guarded)(_one_run, self.score_fn, arm, indices[0], seeds[0])
                 else:
-                    tasks.append(delayed(_run_group)(self.score_fn, arm, indices, seeds))
+                    task = delayed(_guarded)(_run_group, self.score_fn, arm, indices, seeds)
+                tasks.append(task)
         return tasks
 
     def rounds(self) -> list[int]:

@@ -1,0 +1,102 @@
+"""The training runs of an audit as joblib tasks: their seeds, their checked scores, and the
+guard that keeps a failing run from taking the runs finished beside it down with it."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import traceback
+from numbers import Integral, Real
+
+import numpy as np
+
+__all__ = ["WITHOUT_CANARY", "WITH_CANARY", "run_seed", "runs_per_call"]
+
+WITHOUT_CANARY, WITH_CANARY = 0, 1
+
+
+def run_seed(random_state: int, arm: int, index: int) -> int:
+    """The seed of run ``index`` of ``arm`` (0: without canary, 1: with), independent of n_jobs.
+
+    Examples
+    --------
+    >>> run_seed(0, 1, 5) == run_seed(0, 1, 5) != run_seed(0, 0, 5)
+    True
+    """
+    return int(
+        np.random.SeedSequence([int(random_state), int(arm), int(index)]).generate_state(1)[0]
+    )
+
+
+def _checked_score(value, arm: int, seed: int) -> float:
+    """A run's score as a float: a real number, finite; strings, bools and the like are refused.
+
+    ``float()`` would quietly turn ``"1.5"`` or ``True`` into a score; a score function that
+    returns them has a bug the audit should not hide.
+    """
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if isinstance(value, bool | np.bool_) or not isinstance(value, Real):
+        hint = " (a torch tensor? return tensor.item())" if hasattr(value, "item") else ""
+        raise ValueError(
+            f"score_fn must return a real number; got {type(value).__name__} {value!r}{hint} "
+            f"(include_canary={bool(arm)}, seed={seed})"
+        )
+    score = float(value)
+    if not math.isfinite(score):
+        raise ValueError(
+            f"score_fn returned {score} (include_canary={bool(arm)}, seed={seed}); a training run "
+            "diverged? Lower the learning rate or clip the score"
+        )
+    return score
+
+
+def _one_run(score_fn, arm: int, index: int, seed: int) -> list[tuple[int, int, int, float]]:
+    return [(arm, index, seed, _checked_score(score_fn(bool(arm), seed), arm, seed))]
+
+
+def _run_group(
+    score_fn, arm: int, indices: list[int], seeds: list[int]
+) -> list[tuple[int, int, int, float]]:
+    values = list(score_fn.score_many(bool(arm), list(seeds)))
+    if len(values) != len(seeds):
+        raise ValueError(
+            f"score_fn.score_many returned {len(values)} scores for {len(seeds)} seeds"
+        )
+    return [
+        (arm, index, seed, _checked_score(value, arm, seed))
+        for index, seed, value in zip(indices, seeds, values, strict=True)
+    ]
+
+
+def _guarded(work, *args) -> tuple[list, BaseException | None, str | None]:
+    """``work(*args)``'s runs, or its error with the traceback as text: a failing run then does
+    not take down the runs finished beside it in its joblib batch (they are stored, and the
+    error is raised once the runs in flight are in)."""
+    try:
+        return work(*args), None, None
+    except Exception as exc:  # raised again by Auditor._collect
+        text = traceback.format_exc()
+        try:
+            pickle.dumps(exc)
+        except Exception:  # an error a worker could not send back
+            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        return [], exc, text
+
+
+def runs_per_call(score_fn) -> int:
+    """How many runs the auditor hands ``score_fn`` at once (1 without ``score_many``).
+
+    A score function may train several runs together: it then has a method
+    ``score_many(include_canary, seeds) -> sequence of floats`` (one score per seed, each what
+    ``score_fn(include_canary, seed)`` would return) and an integer attribute ``runs_per_call``.
+    """
+    if not callable(getattr(score_fn, "score_many", None)):
+        return 1
+    group = getattr(score_fn, "runs_per_call", None)
+    if isinstance(group, bool) or not isinstance(group, Integral) or group < 1:
+        raise ValueError(
+            "a score_fn with score_many must have an integer attribute runs_per_call >= 1, got "
+            f"{group!r}"
+        )
+    return int(group)
