@@ -326,6 +326,24 @@ def test_a_failing_run_loses_no_finished_run(tmp_path, backend, dask_backend):
     _same(resumed, _audit(GaussianMechanismScore(noise_std=1.0), store=None).run())
 
 
+class _UnsendableError(GaussianMechanismScore):
+    """Fails at run 5 of arm 0 with an error that holds a lock (which cannot be pickled)."""
+
+    def __call__(self, include_canary, seed):
+        if not include_canary and seed == run_seed(0, 0, 5):
+            raise ValueError("training failed", threading.Lock())
+        return super().__call__(include_canary, seed)
+
+
+def test_an_error_a_worker_cannot_send_back_is_still_named(tmp_path):
+    """Without the guard, a worker could not return this error: joblib reported a pickling
+    failure of the worker's result instead of the training's error."""
+    with pytest.raises(RuntimeError, match=r"ValueError: \('training failed'") as raised:
+        _audit(_UnsendableError(), store=tmp_path, n_jobs=2).run()
+    assert "in __call__" in "".join(traceback.format_exception(raised.value))
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) >= 10
+
+
 # ------------------------------------------------------------------------------------------------
 # 3. records are checked
 def _truncate_runs(store, keep: int) -> list[str]:
