@@ -9,7 +9,8 @@ bounds. Variables are assumed to lie in a known interval ``[lower, upper]``.
 - Betting (Waudby-Smith & Ramdas 2023, "Estimating means of bounded random variables by betting",
   JRSS-B, Sec. 4-5): inverts a nonnegative capital process with predictable plug-in bets;
   usually the tightest of the three.
-- Clopper–Pearson (Clopper & Pearson 1934) for binomial proportions, via ``scipy.stats.beta``.
+- Clopper–Pearson (Clopper & Pearson 1934) for binomial proportions, via
+  ``scipy.special.betaincinv``.
 - Markov's inequality for nonnegative variables with no upper bound (Kim, Varshney & Alabi 2026,
   Thm 3.1 uses it for the Rényi moment).
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from rdpest.utils.validation import (
     check_beta,
@@ -399,14 +400,20 @@ def _clopper_pearson(successes, trials: int, levels, side: str) -> np.ndarray:
     broadcast shape.
     """
     k, levels = np.broadcast_arrays(np.asarray(successes), np.asarray(levels, dtype=float))
+    # Both limits are lower-tail quantiles, computed by scipy.special.betaincinv: the upper one
+    # by the symmetry of the beta law (1 − the ``level`` quantile of Beta(n − k, k + 1)), since
+    # 1 − level rounds to 1 below 1e-16; and stats.beta.ppf's root finder stopped short below
+    # about 1e-90, returning lower limits whose tail exceeded the level up to 4e7-fold.
     if side == "lower":
         out = np.zeros(k.shape)
         inside = k > 0
-        out[inside] = stats.beta.ppf(levels[inside], k[inside], trials - k[inside] + 1)
+        out[inside] = special.betaincinv(k[inside], trials - k[inside] + 1, levels[inside])
     else:
         out = np.ones(k.shape)
         inside = k < trials
-        out[inside] = stats.beta.ppf(1.0 - levels[inside], k[inside] + 1, trials - k[inside])
+        below = special.betaincinv(trials - k[inside], k[inside] + 1, levels[inside])
+        # 1 − below rounded up, so that rounding never makes the limit smaller than it is.
+        out[inside] = np.minimum(1.0, np.nextafter(1.0 - below, 2.0))
     return out
 
 

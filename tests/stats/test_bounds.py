@@ -172,6 +172,38 @@ def test_clopper_pearson_kernel_matches_one_sided_binomtest():
         assert highs[j] == bounds.clopper_pearson_upper_bound(5, 30, float(level))
 
 
+def _binomial_tail_at_least(n: int, k: int, p: float) -> float:
+    """P(Bin(n, p) >= k) summed exactly at 40 digits (mpmath), relative to nothing in scipy."""
+    import mpmath as mp
+
+    with mp.workdps(40):
+        p = mp.mpf(p)
+        return float(
+            mp.fsum(mp.binomial(n, j) * p**j * (1 - p) ** (n - j) for j in range(k, n + 1))
+        )
+
+
+@pytest.mark.parametrize("level", [1e-30, 5e-101])
+def test_clopper_pearson_limits_stay_valid_at_the_smallest_levels(level, recwarn):
+    """Bug: below about 1e-90 stats.beta.ppf's root finder stopped short (with a RuntimeWarning)
+    and the lower limits for k = 2..6 of 100 had tails up to 8e7 times the level: invalid
+    bounds at an accepted beta. And 1 − level rounded to 1, so every upper limit was 1."""
+    n = 100
+    k = np.arange(n + 1)
+    lower = bounds._clopper_pearson(k, n, level, "lower")
+    upper = bounds._clopper_pearson(k, n, level, "upper")
+    assert not [w for w in recwarn.list if issubclass(w.category, RuntimeWarning)]
+    for i in range(1, 13):
+        # A valid lower limit L has P(Bin(n, L) >= k) <= level; an exact one, equality. The
+        # limits are computed to about 1e-12 relative, which moves the tail by k times that.
+        tail = _binomial_tail_at_least(n, i, lower[i])
+        assert tail <= level * (1 + 1e-9) and tail >= level * (1 - 1e-6)
+        # The upper limit by symmetry: P(Bin(n, U) <= k) = P(Bin(n, 1 − U) >= n − k).
+        tail = _binomial_tail_at_least(n, n - (i - 1), 1.0 - upper[i - 1])
+        assert tail <= level * (1 + 1e-9)
+    assert upper[0] < 1.0 and lower[n] > 0.0
+
+
 def test_markov_lower_bound_coverage():
     # Exponential(1) variables: heavy enough that only Markov applies without an upper bound.
     rng = np.random.default_rng(8)
