@@ -15,6 +15,7 @@ most β/2 + β/2 (union bound).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from abc import ABCMeta, abstractmethod
@@ -56,7 +57,9 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
 
     The base class validates parameters and samples, splits ``beta`` and the random seed
     between the directions, and sets ``divergence_``, ``lower_bound_``, ``certified_``,
-    ``directions_`` and ``n_features_in_``.
+    ``directions_`` and ``n_features_in_``. Every direction's estimate is at least its bound
+    (a raw estimate below it is raised to it; the raw values stay in the diagnostics). A fit
+    that raises leaves the estimator unfitted: no attribute of an earlier fit survives it.
     """
 
     _parameter_constraints: dict = {
@@ -296,7 +299,28 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            For bad parameters or samples; the estimator is then unfitted, as after any fit
+            that raises (a refit that failed half-way kept the earlier fit's bounds beside an
+            empty ``directions_``).
         """
+        try:
+            return self._fit(X, Y)
+        except BaseException:
+            self._forget_fit()
+            raise
+
+    def _forget_fit(self) -> None:
+        """Drop every fitted attribute (scikit-learn's mark: a name ending in ``_``)."""
+        params = set(self.get_params(deep=False))
+        for name in [n for n in vars(self) if n.endswith("_") and not n.startswith("__")]:
+            if name not in params:
+                delattr(self, name)
+
+    def _fit(self, X, Y):
         self._validate_params()
         self._check_params()
         X, Y = self._two_samples(X, Y, "fit")
@@ -317,6 +341,12 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
             self.directions_["reverse"] = self._fit_direction(
                 Q, P, beta_r, int(seed_reverse), "reverse"
             )
+        for name, result in self.directions_.items():
+            if result.divergence < result.lower_bound:
+                # Wherever the bound holds, the bound is never further from D_α than a raw
+                # estimate below it (the Markov bound's better form can exceed the P-form
+                # estimate); the raw value stays in the direction's diagnostics.
+                self.directions_[name] = dataclasses.replace(result, divergence=result.lower_bound)
         results = list(self.directions_.values())
         self.divergence_ = float(max(r.divergence for r in results))
         self.lower_bound_ = float(max(r.lower_bound for r in results))

@@ -40,3 +40,81 @@ def test_dataframes_are_paired_by_column_name(est):
     # Arrays after DataFrames forget the names.
     est.fit(X.to_numpy(), Y.to_numpy())
     assert not hasattr(est, "feature_names_in_")
+
+
+def _laplace_pair(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.laplace(0.5, 1.0, n), rng.laplace(0.0, 1.0, n)
+
+
+def _laplace_loss(x):  # the exact privacy loss of Laplace(0.5, 1) against Laplace(0, 1)
+    return np.abs(x) - np.abs(x - 0.5)
+
+
+def _fails_on_small_samples(A):
+    if A.shape[0] < 100:
+        raise RuntimeError("the score function failed")
+    return A[:, 0]
+
+
+@pytest.mark.parametrize(
+    "est, refit",
+    [
+        # a refit refused before any direction is fitted (too few rows, another dimension)
+        (ESTIMATORS[0], lambda e, X, Y: e.fit(np.c_[X, X][:3], np.c_[Y, Y][:3])),
+        (ESTIMATORS[1], lambda e, X, Y: e.fit(X[:1], Y[:1])),
+        # refits that fail half-way: the privacy loss leaves its bound; the score function raises
+        (
+            HoeffdingRenyiBound(privacy_loss_bound=0.5, log_ratio=_laplace_loss),
+            lambda e, X, Y: e.set_params(privacy_loss_bound=0.1).fit(X, Y),
+        ),
+        (
+            BernoulliTPRFPRBaseline(score_function=_fails_on_small_samples, random_state=0),
+            lambda e, X, Y: e.fit(X[:50], Y[:50]),
+        ),
+    ],
+    ids=["dv", "markov", "hoeffding", "bernoulli"],
+)
+def test_a_fit_that_raises_leaves_the_estimator_unfitted(est, refit):
+    """Bug: a refit that raised kept the earlier fit's divergence_, lower_bound_ and
+    certified_ (check_is_fitted passed) beside an emptied directions_, so score() failed with
+    "max() arg is an empty sequence" and a try/except loop could read stale bounds; a refit
+    refused for too few rows had already replaced n_features_in_."""
+    from sklearn.exceptions import NotFittedError
+
+    X, Y = _laplace_pair()
+    est.fit(X, Y)
+    params = est.get_params()
+    assert est.divergence_ >= est.lower_bound_ >= 0.0
+    with pytest.raises((ValueError, RuntimeError)):
+        refit(est, X, Y)
+    assert not [name for name in vars(est) if name.endswith("_") and not name.startswith("__")]
+    with pytest.raises(NotFittedError):
+        est.score(X, Y)
+    est.set_params(**params).fit(X, Y)  # and it fits again as new
+    assert np.isfinite(est.score(X, Y))
+
+
+def test_the_estimate_is_never_below_the_bound():
+    """Bug: MarkovRenyiBound reported the P-form estimate and the larger of the two forms'
+    bounds, so at α = 50 on N(1, 1) against N(0, 1) divergence_ 2.397 sat below lower_bound_
+    2.435. The estimate is now raised to the bound (the raw one stays in the diagnostics)."""
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(1.0, 1.0, 200), rng.normal(0.0, 1.0, 200)
+    est = MarkovRenyiBound(alpha=50, log_ratio=lambda x: x - 0.5, random_state=0).fit(X, Y)
+    forward = est.directions_["forward"]
+    assert forward.diagnostics.estimates["p"] < forward.lower_bound  # the case above
+    assert est.divergence_ == est.lower_bound_ == forward.divergence == forward.lower_bound
+    for alpha in (1.5, 4.0, 50.0):
+        for seed in range(5):
+            rng = np.random.default_rng(seed)
+            X, Y = rng.normal(1.0, 1.0, 100), rng.normal(0.0, 1.0, 100)
+            for est in (
+                MarkovRenyiBound(alpha=alpha, direction="max", random_state=seed),
+                HoeffdingRenyiBound(alpha=alpha, privacy_loss_bound=50.0, random_state=seed),
+                BernoulliTPRFPRBaseline(alpha=alpha, direction="max", random_state=seed),
+            ):
+                est.fit(X, Y)
+                assert est.divergence_ >= est.lower_bound_
+                for result in est.directions_.values():
+                    assert result.divergence >= result.lower_bound
