@@ -57,8 +57,9 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
 
     The base class validates parameters and samples, splits ``beta`` and the random seed
     between the directions, and sets ``divergence_``, ``lower_bound_``, ``certified_``,
-    ``directions_`` and ``n_features_in_``. Every direction's estimate is at least its bound
-    (a raw estimate below it is raised to it; the raw values stay in the diagnostics). A fit
+    ``directions_`` and ``n_features_in_``. Where the bound is certified, every direction's
+    estimate is at least its bound (a raw estimate below it is raised to it; the raw values
+    stay in the diagnostics). A fit
     that raises leaves the estimator unfitted: no attribute of an earlier fit survives it.
     """
 
@@ -342,10 +343,11 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
                 Q, P, beta_r, int(seed_reverse), "reverse"
             )
         for name, result in self.directions_.items():
-            if result.divergence < result.lower_bound:
+            if result.divergence < result.lower_bound and self.will_be_certified():
                 # Wherever the bound holds, the bound is never further from D_α than a raw
                 # estimate below it (the Markov bound's better form can exceed the P-form
-                # estimate); the raw value stays in the direction's diagnostics.
+                # estimate); the raw value stays in the direction's diagnostics. A bound that
+                # is not certified may overshoot, and is no reason to move the estimate.
                 self.directions_[name] = dataclasses.replace(result, divergence=result.lower_bound)
         results = list(self.directions_.values())
         self.divergence_ = float(max(r.divergence for r in results))

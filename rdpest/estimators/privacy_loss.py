@@ -204,8 +204,8 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
     ----------
     divergence_ : float
         Point estimate: the P-form plug-in D̂_P when P samples are used (``sample`` "both" or
-        "p"), else the Q-form D̂_Q, clamped at 0 and raised to the direction's bound where the
-        other form's bound exceeds it (the raw value is in ``diagnostics``); the larger
+        "p"), else the Q-form D̂_Q, clamped at 0 and raised to the direction's certified bound where
+        the other form's bound exceeds it (the raw value is in ``diagnostics``); the larger
         direction for ``direction="max"``. ``score`` computes the same plug-in
         (unclamped) on new samples with the same privacy loss.
     lower_bound_ : float
