@@ -23,9 +23,11 @@ fixed groups of run indices, so this holds for it too.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
-from numbers import Integral
+import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -422,8 +424,51 @@ class Auditor:
                     break
             result = self._finish(result, records, estimators, level, sizes)
             if store is not None:
+                self._record_analysis(store, result)
                 result.to_json(store.directory / "result.json")
         return result
+
+    def _record_analysis(self, store: RunStore, result: AuditResult) -> None:
+        """Record this analysis in the store, and name in the result (and a warning) the earlier
+        ones that tested the same claim on these runs under another level or schedule: each
+        spent its own β on the same runs, so the chance that one of them accuses an honest
+        pipeline is at most the sum of their levels (a union bound), not β."""
+        claim = {"alpha": float(self.alpha), "claimed_epsilon": float(self.claimed_epsilon)}
+        settings = {
+            "beta": float(self.beta),
+            "n_runs": int(self.n_runs),
+            "max_runs": int(result.config["max_runs"]),
+            "power_target": None if self.power_target is None else float(self.power_target),
+            "estimators": sorted(result.estimates),
+        }
+        earlier: dict[str, dict] = {}
+        for entry in store.analyses():
+            other = {key: entry.get(key) for key in settings}
+            level = other["beta"]
+            if (
+                {key: entry.get(key) for key in claim} == claim
+                and other != settings
+                and isinstance(level, Real)
+                and 0 < level < 1
+            ):  # the latest verdict under each other setting
+                earlier[json.dumps(other, sort_keys=True)] = {
+                    **other,
+                    "verdict": entry.get("verdict"),
+                }
+        store.record_analysis({**claim, **settings, "verdict": result.verdict})
+        if earlier:
+            result.config["earlier_analyses"] = list(earlier.values())
+            combined = min(1.0, float(self.beta) + sum(e["beta"] for e in earlier.values()))
+            warnings.warn(
+                f"the runs in {store.directory} were already analysed for this claim (ε_"
+                f"{self.alpha:g} = {self.claimed_epsilon:g}) under {len(earlier)} other "
+                f"setting(s) of the level or schedule; each analysis spends its own β on the same "
+                f"runs, so the chance that one of them accuses an honest pipeline is at most "
+                f"{combined:.3g}, not {self.beta:g}. Decide on the first analysis planned, or "
+                "train new runs (another store or random_state) for another test",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def _power_reached(self, result: AuditResult) -> bool:
         detectable = result.power.get("detectable_epsilon")

@@ -199,6 +199,8 @@ class AuditResult:
                 f"{self.rounds[-1]['beta']:.3g}; certified bound after each round: "
                 + ", ".join(f"{r['lower_bound']:.3f}" for r in self.rounds)
             )
+        if self.config.get("earlier_analyses"):
+            lines.append(_earlier_line(self.config["earlier_analyses"], self.beta))
         if self.membership:
             lines.append(membership_line(self.membership))
         lines.append(f"verdict: {self.verdict.upper().replace('_', ' ')}")
@@ -574,6 +576,29 @@ def _checked_membership(value, where: str) -> dict[str, Any]:
     if not all(_is_number(v) for v in [*numbers, *rates.values()]):
         raise ValueError(f"{where}: the membership readouts must be numbers")
     return value
+
+
+def _earlier_line(earlier: list, beta: float) -> str:
+    """The earlier analyses of the same runs for the same claim, and the level they add up to."""
+    described, total = [], float(beta)
+    for entry in earlier:
+        try:
+            level = float(entry["beta"])
+            runs = f"{entry['n_runs']}" + (
+                f" to {entry['max_runs']}" if entry["max_runs"] != entry["n_runs"] else ""
+            )
+            described.append(
+                f"beta {level:g}, {runs} runs: {str(entry['verdict']).upper().replace('_', ' ')}"
+            )
+            total += level
+        except (KeyError, TypeError, ValueError):
+            continue
+    return (
+        "these runs were also analysed for this claim under other settings ("
+        + "; ".join(described)
+        + f"): the chance that one of the analyses accuses an honest pipeline is at most "
+        f"{min(total, 1.0):.3g}, not beta"
+    )
 
 
 def membership_line(membership: dict) -> str:

@@ -6,6 +6,9 @@ Layout of a store directory::
                   configuration is refused
     runs.jsonl    one JSON record per finished run: {"arm": 0|1, "index": i, "seed": s,
                   "score": x}, appended with one write and an fsync as each run finishes
+    analyses.jsonl  one JSON record per analysis of the runs (the claim, the level, the
+                  schedule and the verdict), appended as each audit finishes
+    result.json   the latest analysis's result
     .lock         an advisory lock held while an audit uses the store (one writer at a time)
 
 What a store guarantees, and how:
@@ -22,6 +25,9 @@ What a store guarantees, and how:
   and a finite ``score``. Anything else (a record cut short by a crash, an overflowing number, a
   deeply nested line, runs copied from an audit with another seed) is dropped with a warning and
   the run is redone; two different scores for one run are both dropped, with a warning.
+- **Every analysis is recorded.** Testing one claim on the same runs again under another level
+  or schedule spends the level again; ``analyses.jsonl`` keeps each analysis, so an audit can
+  say which earlier ones tested its claim (:class:`rdpest.auditing.Auditor` does).
 - **Files are never followed through links** (a symlinked ``runs.jsonl`` is refused) and are
   created with the umask's mode, so collaborators can read and resume.
 
@@ -117,9 +123,11 @@ class RunStore:
             raise ValueError(f"cannot create the store directory {self.directory}: {exc}") from None
         self.config_path = self.directory / "config.json"
         self.runs_path = self.directory / "runs.jsonl"
+        self.analyses_path = self.directory / "analyses.jsonl"
         for path, what in (
             (self.config_path, "the store's config.json"),
             (self.runs_path, "the store's runs.jsonl"),
+            (self.analyses_path, "the store's analyses.jsonl"),
         ):
             refuse_symlink(path, what)
         self._lock = FileLock(self.directory / ".lock", timeout=0)
@@ -255,10 +263,36 @@ class RunStore:
 
     def append(self, *, arm: int, index: int, seed: int, score: float) -> None:
         """Persist one finished run (one write, flushed and fsynced)."""
-        refuse_symlink(self.runs_path, "the store's runs.jsonl")
         line = json.dumps({"arm": int(arm), "index": int(index), "seed": int(seed), "score": score})
-        fd = os.open(self.runs_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-        with os.fdopen(fd, "a") as handle:
-            handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        _append_line(self.runs_path, line, "the store's runs.jsonl")
+
+    def analyses(self) -> list[dict]:
+        """The analyses recorded in ``analyses.jsonl``, oldest first (unreadable lines skipped:
+        the record is informative, never a reason to refuse the runs)."""
+        refuse_symlink(self.analyses_path, "the store's analyses.jsonl")
+        if not self.analyses_path.exists():
+            return []
+        found = []
+        for line in self.analyses_path.read_text(errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(entry, dict):
+                found.append(entry)
+        return found
+
+    def record_analysis(self, entry: dict) -> None:
+        """Append one analysis of the runs (one write, flushed and fsynced)."""
+        line = json.dumps(entry, sort_keys=True, allow_nan=False)
+        _append_line(self.analyses_path, line, "the store's analyses.jsonl")
+
+
+def _append_line(path: Path, line: str, what: str) -> None:
+    """Append one line to ``path`` with one write, flushed and fsynced, never through a link."""
+    refuse_symlink(path, what)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    with os.fdopen(fd, "a") as handle:
+        handle.write(line + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())

@@ -16,6 +16,7 @@ import threading
 import time
 import traceback
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -342,6 +343,41 @@ def test_an_error_a_worker_cannot_send_back_is_still_named(tmp_path):
         _audit(_UnsendableError(), store=tmp_path, n_jobs=2).run()
     assert "in __call__" in "".join(traceback.format_exception(raised.value))
     assert len((tmp_path / "runs.jsonl").read_text().splitlines()) >= 10
+
+
+def test_each_analysis_is_recorded_and_a_retest_of_the_claim_says_what_it_costs(tmp_path):
+    """Bug: re-running a store under another schedule or level silently replaced result.json:
+    a "not refuted" at max_runs 300 followed by a "violation" at max_runs 1000 on the same runs
+    read as a level-β violation, when the two analyses together accuse an honest pipeline with
+    probability up to 2β."""
+    mech = GaussianMechanismScore(noise_std=1.0)
+    first = _audit(mech, store=tmp_path, max_runs=120)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a first analysis warns of nothing
+        assert "also analysed" not in first.run().summary()
+        _audit(mech, store=tmp_path, max_runs=120).run()  # the same analysis again: not a retest
+    with pytest.warns(UserWarning, match=r"at most 0\.1, not 0\.05"):
+        second = _audit(mech, store=tmp_path, max_runs=240).run()
+    assert [e["max_runs"] for e in second.config["earlier_analyses"]] == [120]
+    assert "also analysed for this claim under other settings (beta 0.05, 60 to 120 runs: NOT" in (
+        second.summary()
+    )
+    assert AuditResult.from_json(tmp_path / "result.json").summary() == second.summary()
+    with pytest.warns(UserWarning, match=r"at most 0\.3, not 0\.2"):
+        _audit(mech, store=tmp_path, beta=0.2).run()  # another level counts too
+    entries = [json.loads(x) for x in (tmp_path / "analyses.jsonl").read_text().splitlines()]
+    assert [(e["beta"], e["max_runs"]) for e in entries] == [
+        (0.05, 120),
+        (0.05, 120),
+        (0.05, 240),
+        (0.2, 60),
+    ]
+    claim = GaussianMechanismScore(noise_std=1.0).claimed_epsilon(4.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # another claim (order 4) is another test
+        other = Auditor(mech, claim, alpha=4.0, n_runs=N_RUNS, progress=False, store=tmp_path)
+        other.estimators = {"bernoulli": BernoulliTPRFPRBaseline(alpha=4.0, direction="max")}
+        assert "earlier_analyses" not in other.run().config
 
 
 # ------------------------------------------------------------------------------------------------
