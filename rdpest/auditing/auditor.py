@@ -320,9 +320,13 @@ class Auditor:
         with self._open_store() as store:
             return self._collect(store, int(self.n_runs))
 
-    def _collect(self, store: RunStore | None, n_runs: int) -> tuple[np.ndarray, np.ndarray]:
-        """The first ``n_runs`` runs of each arm, trained where not already in ``store``."""
-        finished = store.load() if store is not None else {}
+    def _collect(
+        self, store: RunStore | None, n_runs: int, kept: dict | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``n_runs`` runs of each arm, trained where not already in ``store`` (or,
+        without a store, in ``kept``, which gains the runs trained: a sequential audit's rounds
+        share it)."""
+        finished = store.load() if store is not None else {} if kept is None else kept
         tasks = self._tasks(finished, n_runs)
         missing = 2 * n_runs - sum((arm, i) in finished for i in range(n_runs) for arm in (0, 1))
         if missing < 2 * n_runs:
@@ -406,10 +410,10 @@ class Auditor:
         estimators = self._validate()
         sizes = self.rounds()
         level = float(self.beta) / len(sizes)  # a union bound over the rounds
-        records = []
+        records, kept = [], {}
         with self._open_store() as store:
             for number, n_runs in enumerate(sizes, start=1):
-                without, with_ = self._collect(store, n_runs)
+                without, with_ = self._collect(store, n_runs, kept)
                 result = self._evaluate(without, with_, estimators, level)
                 records.append(_round_record(number, result, level))
                 if len(sizes) > 1:

@@ -123,6 +123,15 @@ def test_a_killed_sequential_audit_resumes_to_the_same_verdict(tmp_path):
     np.testing.assert_array_equal(resumed.losses_with_canary, whole.losses_with_canary)
 
 
+def test_without_a_store_each_run_is_trained_once():
+    """Bug: without a store, every round trained all its runs again, those of the rounds before
+    it included (1926 calls for the 600 runs of 50 -> 300; 1456 here for 2 x 240)."""
+    counting = _Crashing(GaussianMechanismScore(noise_std=1.0), limit=10**9)
+    result = _auditor(counting, estimators=_estimators(dv=False)).run()
+    assert len(result.rounds) == len(round_sizes(60, 240)) > 1
+    assert counting.calls == 2 * 240
+
+
 def test_sequential_results_do_not_depend_on_n_jobs():
     mech = GaussianMechanismScore(noise_std=1.0, noise_scale_bug=0.5)
     one = _auditor(mech, estimators=_estimators(dv=False)).run()
