@@ -194,15 +194,23 @@ class AuditResult:
         if len(self.config.get("rounds_planned", [])) > 1:
             planned = self.config["max_runs"]
             steps = " -> ".join(str(r["n_runs"]) for r in self.rounds)
+            stop = ""
+            if self.rounds and self.rounds[-1]["n_runs"] < planned:
+                stop = (
+                    "; stopped at a violation"
+                    if self.verdict == "violation"
+                    else "; stopped: the power target was reached"
+                )
             lines.append(
-                f"sequential: runs per side {steps} (of at most {planned}), each round at level "
-                f"{self.rounds[-1]['beta']:.3g}; certified bound after each round: "
+                f"sequential: runs per side {steps} (of at most {planned}{stop}), each round at "
+                f"beta {self.rounds[-1]['beta']:.3g} (beta / "
+                f"{len(self.config['rounds_planned'])}); certified bound after each round: "
                 + ", ".join(f"{r['lower_bound']:.3f}" for r in self.rounds)
             )
         if self.config.get("earlier_analyses"):
             lines.append(_earlier_line(self.config["earlier_analyses"], self.beta))
         if self.membership:
-            lines.append(membership_line(self.membership))
+            lines.append(membership_line(self.membership, self.alpha, self.claimed_epsilon))
         lines.append(f"verdict: {self.verdict.upper().replace('_', ' ')}")
         lines.append(self.verdict_sentence())
         return "\n".join(lines)
@@ -601,8 +609,16 @@ def _earlier_line(earlier: list, beta: float) -> str:
     )
 
 
-def membership_line(membership: dict) -> str:
+def membership_line(
+    membership: dict, alpha: float | None = None, claimed_epsilon: float | None = None
+) -> str:
     """The summary's line on the membership-inference readouts.
+
+    With the claim (``alpha`` and ``claimed_epsilon``), the line also says what the claim
+    allows, so that what the audit measured is not read as the claim's own scale: the ε at
+    this δ the claim implies (:func:`rdpest.stats.conversions.rdp_to_dp`, Balle et al. 2020,
+    Thm 21) and the largest TPR at 1% FPR it allows, min(e^ε·FPR + δ, (e^{ε_α}·FPR)^{(α−1)/α})
+    (the (ε, δ) test bound, and Mironov 2017, Prop. 10 for the RDP claim itself).
 
     Examples
     --------
@@ -610,11 +626,35 @@ def membership_line(membership: dict) -> str:
     ...                         "epsilon_lower_bound": 0.5, "delta": 1e-5, "beta": 0.05})
     >>> line.split("; ")[0]
     'membership inference: AUROC 0.750, TPR 0.100 at 1% FPR (point estimates)'
+    >>> line = membership_line({"auroc": 0.75, "tpr_at_fpr": {"0.01": 0.1},
+    ...                         "epsilon_lower_bound": 0.5, "delta": 1e-5, "beta": 0.05}, 2, 1)
+    >>> first, second = line.split("; ")
+    >>> print(first[first.index("(") :])
+    (point estimates, the claim allows at most 0.165)
+    >>> print(second[second.index("(the") :])
+    (the claim implies ε <= 11.13 at this δ)
     """
+    from rdpest.stats.conversions import rdp_to_dp
+
     tpr = membership["tpr_at_fpr"].get("0.01")
     at = "n/a" if tpr is None else f"{tpr:.3f}"
+    n_test = membership.get("n_test")
+    if tpr is not None and isinstance(n_test, list | tuple) and len(n_test) == 2:
+        if isinstance(n_test[1], int) and 0 < n_test[1] < 100:  # 1% is finer than 1/m
+            at += f" (no false positive among the {n_test[1]} certifying runs without the canary)"
+    delta = membership["delta"]
+    allows, implies = "", ""
+    if alpha is not None and claimed_epsilon is not None:
+        epsilon = rdp_to_dp(claimed_epsilon, alpha, delta)
+        ceiling = min(
+            1.0,
+            math.exp(min(epsilon, 700.0)) * 0.01 + delta,
+            math.exp(min(claimed_epsilon + math.log(0.01), 0.0)) ** ((alpha - 1.0) / alpha),
+        )
+        allows = f", the claim allows at most {ceiling:.3g}"
+        implies = f" (the claim implies ε <= {epsilon:.4g} at this δ)"
     return (
         f"membership inference: AUROC {membership['auroc']:.3f}, TPR {at} at 1% FPR (point "
-        f"estimates); certified (ε, δ = {membership['delta']:g}) lower bound ε >= "
-        f"{membership['epsilon_lower_bound']:.3f} at level {1 - membership['beta']:.3g}"
+        f"estimates{allows}); certified (ε, δ = {delta:g})-DP lower bound ε >= "
+        f"{membership['epsilon_lower_bound']:.3f} at level {1 - membership['beta']:.3g}{implies}"
     )

@@ -331,3 +331,22 @@ def test_the_membership_delta_flag_of_evaluate_and_audit(tmp_path, capsys, monke
     with pytest.raises(Stop):
         main(["--traceback", *audit])
     assert seen["membership_delta"] == 1e-5
+
+
+def test_the_summary_says_what_the_claim_allows_and_how_fine_the_fpr_is():
+    """Bug: the summary printed "claimed epsilon_alpha = 1", then "certified (ε, δ = 1e-05) lower
+    bound ε >= 1.564", then "no certified lower bound exceeds the claimed ε_2 = 1", which read as
+    a contradiction: the 1.564 is an (ε, δ)-DP ε, and ε_2 = 1 implies ε <= 11.13 at that δ
+    (Balle et al. 2020, Thm 21) and TPR <= (e·0.01)^(1/2) = 0.165 at 1% FPR (Mironov 2017,
+    Prop. 10). And with 5 certifying runs without the canary, "TPR at 1% FPR" was the TPR at
+    zero false positives, unsaid."""
+    rng = np.random.default_rng(0)
+    fast = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, direction="max", random_state=0)}
+    result = evaluate(rng.normal(0, 1, 400), rng.normal(1, 1, 400), 1.0, alpha=2.0, estimators=fast)
+    line = next(x for x in result.summary().splitlines() if x.startswith("membership"))
+    implied = (math.e * 0.01) ** 0.5
+    assert f"the claim allows at most {implied:.3g})" in line
+    assert "(the claim implies ε <= 11.13 at this δ)" in line
+    assert "no false positive" not in line  # 200 certifying runs resolve 1%
+    few = evaluate(rng.normal(0, 1, 10), rng.normal(1, 1, 10), 1.0, alpha=2.0, estimators=fast)
+    assert "no false positive among the 5 certifying runs without the canary" in few.summary()

@@ -75,7 +75,8 @@ def test_a_violation_stops_the_audit_and_each_round_spends_beta_over_k():
     ).fit(result.losses_with_canary, result.losses_without_canary)
     assert result.estimates["bernoulli"]["lower_bound"] == alone.lower_bound_
     assert (
-        "sequential: runs per side 60" in result.summary() and "of at most 240" in result.summary()
+        "sequential: runs per side 60" in result.summary()
+        and "of at most 240; stopped at a violation), each round at beta" in result.summary()
     )
 
 
@@ -89,6 +90,10 @@ def test_an_honest_audit_spends_its_budget_and_reports_its_power():
     needed = result.power["runs_needed"]
     assert needed is None or needed > 240
     assert "it would need about" in result.summary() or needed is None
+    assert "(of at most 240), each round at beta 0.01 (beta / 5)" in result.summary()
+    # A target it can reach stops it early, and the summary says why.
+    early = _auditor(honest, power_target=8.0, estimators=_estimators(dv=False)).run()
+    assert early.n_runs < 240 and "stopped: the power target was reached" in early.summary()
 
 
 class _Crashing:
