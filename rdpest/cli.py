@@ -157,13 +157,17 @@ def _cmd_quickstart(args) -> int:
 
 
 def _check_order_and_level(args) -> None:
-    """``--alpha`` and ``--beta`` in range, or a usage error naming the flag, before any file is
-    read (as ``rdpest audit`` does for its settings)."""
-    from rdpest.utils.validation import check_alpha, check_beta
+    """``--alpha``, ``--beta`` and (for ``evaluate``) ``--membership-delta`` in range, or a usage
+    error naming the flag, before any file is read (as ``rdpest audit`` does for its
+    settings)."""
+    from rdpest.utils.validation import check_alpha, check_beta, check_open_unit
 
-    for name, check in (("alpha", check_alpha), ("beta", check_beta)):
+    checks = [("alpha", check_alpha), ("beta", check_beta)]
+    if hasattr(args, "membership_delta"):
+        checks.append(("membership_delta", check_open_unit))
+    for name, check in checks:
         try:
-            check(getattr(args, name), f"--{name}")
+            check(getattr(args, name), f"--{name.replace('_', '-')}")
         except ValueError as exc:
             raise _UsageError(str(exc)) from None
 

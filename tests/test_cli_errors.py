@@ -90,6 +90,11 @@ def test_estimate_reports_a_bad_sample_file_in_one_line(tmp_path, capsys, make, 
         (["estimate", "--beta", "1.5"], "--beta must"),
         (["evaluate", "--claim", "1", "--alpha", "0.5"], "--alpha must be > 1"),
         (["evaluate", "--claim", "1", "--alpha", "2", "--beta", "0"], "--beta must"),
+        # status 1 after reading both files, naming the Python parameter membership_delta
+        (
+            ["evaluate", "--claim", "1", "--alpha", "2", "--membership-delta", "0"],
+            "--membership-delta must",
+        ),
     ],
 )
 def test_estimate_and_evaluate_refuse_alpha_and_beta_out_of_range_as_usage_errors(

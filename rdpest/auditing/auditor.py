@@ -146,6 +146,12 @@ def check_audit_settings(
         target = check_real(power_target, "power_target")
         if not (math.isfinite(target) and target > 0):
             raise ValueError(f"power_target must be None or a finite number > 0, got {target}")
+        if target <= claimed:
+            raise ValueError(
+                f"power_target must exceed the claimed ε_α = {claimed:g}, got {target:g}: no "
+                "audit detects a divergence at or below the claim (it would train up to max_runs "
+                "for nothing)"
+            )
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
         raise ValueError(f"n_jobs must be a nonzero integer, got {n_jobs!r}")
     if estimators is None:

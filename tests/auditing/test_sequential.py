@@ -50,6 +50,11 @@ def test_round_sizes_grow_to_the_maximum_in_whole_groups():
         Auditor(GaussianMechanismScore(), 1.0, n_runs=100, max_runs=50).run()
     with pytest.raises(ValueError, match="power_target"):
         Auditor(GaussianMechanismScore(), 1.0, n_runs=100, power_target=-1.0).run()
+    # A target at or below the claim can never be reached: the audit trained up to max_runs
+    # and said "no audit below ten million runs per side detects ε_2 >= 0.5".
+    for target in (0.5, 1.0):
+        with pytest.raises(ValueError, match="power_target must exceed the claimed"):
+            Auditor(GaussianMechanismScore(), 1.0, n_runs=100, power_target=target).run()
 
 
 def test_a_violation_stops_the_audit_and_each_round_spends_beta_over_k():
