@@ -203,11 +203,32 @@ def load_npz(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
                     # A damaged member fails in any layer: zlib.error, a CRC BadZipFile, numpy's
                     # parse of a garbled header (tokenize.TokenError).
                     raise ValueError(f"could not read {path!r}'s arrays: {exc}") from None
-                return load_arrays(X, y)
+                return _named(load_arrays, X, y, where=repr(path))
     raise ValueError(
         f"{path!r} must contain arrays 'X' and 'y' (or 'x_train' and 'y_train'); "
         f"found {sorted(archive.files)}"
     )
+
+
+def _named(check, *args, where: str):
+    """``check(*args)``, its ValueError prefixed with the file or folder the data came from (a
+    message like "y must contain at least 2 classes" does not say which file to fix)."""
+    try:
+        return check(*args)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _checked_images(X: np.ndarray, labels: np.ndarray, where: str):
+    """Images and labels read from files, refused here, naming where they came from, if the
+    images are empty (a 0x0 IDX header) or the labels hold one class (what load_arrays refuses,
+    without its copy of the images: the bytes read are finite and the labels in 0-9)."""
+    if X[0].size == 0:
+        raise ValueError(f"{where}: the images are empty (shape {X.shape[1:]})")
+    classes = np.unique(labels).size
+    if classes < 2:
+        raise ValueError(f"{where}: the labels hold {classes} class; an audit needs at least 2")
+    return X, labels.astype(np.int64)
 
 
 def _check_split(split) -> tuple[str, ...]:
@@ -355,7 +376,7 @@ def load_mnist(path: str | os.PathLike, split: str = "train") -> tuple[np.ndarra
         )
     X = np.concatenate(images)[:, None].astype(np.float32)
     X /= np.float32(255.0)
-    return X, np.concatenate(labels).astype(np.int64)
+    return _checked_images(X, np.concatenate(labels), f"MNIST in {str(folder)!r}")
 
 
 def _cifar_folder(path) -> Path:
@@ -390,10 +411,11 @@ def load_cifar10(path: str | os.PathLike, split: str = "train") -> tuple[np.ndar
     ----------
     path : str or path-like
         The directory ``cifar-10-batches-bin`` (extracted from ``cifar-10-binary.tar.gz``) holding
-        ``data_batch_1.bin`` … ``data_batch_5.bin`` and ``test_batch.bin``, or the directory
-        above it. Each file is a sequence of 3073-byte records: the label byte (0–9), then the
-        1024 red, 1024 green and 1024 blue pixel bytes of a 32×32 image, row by row. The Python
-        version (``cifar-10-batches-py``, pickled batches) is refused.
+        ``data_batch_1.bin`` … ``data_batch_5.bin`` and ``test_batch.bin`` (each possibly
+        gzipped, ``.bin.gz``), or the directory above it. Each file is a sequence of 3073-byte
+        records: the label byte (0–9), then the 1024 red, 1024 green and 1024 blue pixel bytes
+        of a 32×32 image, row by row. The Python version (``cifar-10-batches-py``, pickled
+        batches) is refused.
     split : {"train", "test", "all"}, default "train"
         The five training batches (50 000 images), the test batch (10 000), or both, training
         first. Only the files of the split are needed.
@@ -409,7 +431,8 @@ def load_cifar10(path: str | os.PathLike, split: str = "train") -> tuple[np.ndar
     ------
     ValueError
         If ``path`` is the Python (pickle) version or an archive, if a batch file is missing,
-        empty or not a whole number of records, or if a label lies outside 0–9.
+        empty or not a whole number of records, if a label lies outside 0–9, or if the labels
+        hold a single class.
 
     Examples
     --------
@@ -427,10 +450,12 @@ def load_cifar10(path: str | os.PathLike, split: str = "train") -> tuple[np.ndar
     for part in _check_split(split):
         for name in _CIFAR_FILES[part]:
             file = folder / name
+            if not file.is_file() and (folder / f"{name}.gz").is_file():
+                file = folder / f"{name}.gz"  # gzipped batches are read as MNIST's files are
             if not file.is_file():
                 raise ValueError(
-                    f"no CIFAR-10 batch {name} in {str(folder)!r}; the binary version holds "
-                    f"{', '.join(_CIFAR_FILES['train'] + _CIFAR_FILES['test'])}"
+                    f"no CIFAR-10 batch {name} (or {name}.gz) in {str(folder)!r}; the binary "
+                    f"version holds {', '.join(_CIFAR_FILES['train'] + _CIFAR_FILES['test'])}"
                 )
             data = _read_file(file)
             if len(data) == 0 or len(data) % _CIFAR_RECORD:
@@ -449,7 +474,7 @@ def load_cifar10(path: str | os.PathLike, split: str = "train") -> tuple[np.ndar
     table = np.concatenate(records)
     X = table[:, 1:].reshape(-1, *_CIFAR_SHAPE).astype(np.float32)
     X /= np.float32(255.0)
-    return X, table[:, 0].astype(np.int64)
+    return _checked_images(X, table[:, 0], f"CIFAR-10 in {str(folder)!r}")
 
 
 def parse_data_spec(spec: str) -> tuple[str, str | None]:

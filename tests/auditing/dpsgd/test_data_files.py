@@ -201,11 +201,11 @@ def test_cifar10_planes_are_red_green_blue(tmp_path):
     """Bug caught: reading a record as 32×32×3 (channels last) would mix the colour planes."""
     folder = tmp_path / "bin"
     folder.mkdir()
-    record = bytes([4]) + bytes([10] * 1024 + [20] * 1024 + [30] * 1024)
-    for name in CIFAR_TRAIN:
-        (folder / name).write_bytes(record)
+    pixels = bytes([10] * 1024 + [20] * 1024 + [30] * 1024)
+    for label, name in enumerate(CIFAR_TRAIN):
+        (folder / name).write_bytes(bytes([label]) + pixels)
     X, y = load_cifar10(folder)
-    assert y.tolist() == [4] * 5
+    assert y.tolist() == [0, 1, 2, 3, 4]
     np.testing.assert_array_equal(X[0, :, 5, 7], np.array([10, 20, 30], np.float32) / 255)
 
 
@@ -232,6 +232,47 @@ def test_cifar10_missing_batch(tmp_path):
     with pytest.raises(ValueError, match=r"no CIFAR-10 batch data_batch_5\.bin"):
         load_cifar10(tmp_path)
     assert len(load_cifar10(tmp_path, split="test")[1]) == 2  # the test split does not need it
+
+
+def test_cifar10_gzipped_batches_are_read(tmp_path):
+    """Bug: gzipped batches (data_batch_1.bin.gz) gave "no CIFAR-10 batch data_batch_1.bin",
+    where MNIST reads its .gz files."""
+    images, labels = write_cifar(tmp_path)
+    for name in [*CIFAR_TRAIN, "test_batch.bin"]:
+        write(tmp_path / name, (tmp_path / name).read_bytes(), gz=True)
+        (tmp_path / name).unlink()
+    X, y = load_cifar10(tmp_path)
+    np.testing.assert_array_equal(X, scaled(images))
+    np.testing.assert_array_equal(y, labels)
+
+
+def test_data_files_that_cannot_train_a_classifier_are_refused_naming_the_file(tmp_path):
+    """Bug: a single-class MNIST or CIFAR-10 set, or MNIST images of 0x0 pixels, were read, and
+    refused only after the audit had started ("y must contain at least 2 classes, got 1", with
+    no file named); problems inside an npz's arrays did not name the npz."""
+    one_class = tmp_path / "mnist"
+    write_mnist(one_class, "train", 4, seed=0)
+    write(one_class / MNIST_NAMES["train"][1], idx_bytes(np.full(4, 3, dtype=np.uint8)))
+    with pytest.raises(ValueError, match=r"MNIST in '.*mnist'.*1 class"):
+        load_mnist(one_class)
+    empty = tmp_path / "empty"
+    write_mnist(empty, "train", 4, seed=0)
+    write(empty / MNIST_NAMES["train"][0], idx_bytes(np.zeros((4, 0, 0), dtype=np.uint8)))
+    with pytest.raises(ValueError, match=r"MNIST in '.*empty'.*images are empty"):
+        load_mnist(empty)
+    cifar = tmp_path / "cifar"
+    write_cifar(cifar)
+    for name in [*CIFAR_TRAIN, "test_batch.bin"]:
+        records = np.frombuffer((cifar / name).read_bytes(), dtype=np.uint8).reshape(-1, 3073)
+        records = records.copy()
+        records[:, 0] = 7
+        (cifar / name).write_bytes(records.tobytes())
+    with pytest.raises(ValueError, match=r"CIFAR-10 in '.*cifar'.*1 class"):
+        load_cifar10(cifar)
+    npz = tmp_path / "d.npz"
+    np.savez(npz, X=np.eye(3), y=np.array([[0], [1], [1]]))
+    with pytest.raises(ValueError, match=r"d\.npz'?: y must be 1-dimensional"):
+        load_data(f"npz:{npz}")
 
 
 class _Bomb:
