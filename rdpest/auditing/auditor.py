@@ -206,7 +206,9 @@ class Auditor:
         first, ``result.power["runs_needed"]`` says how many runs per side would reach it.
     estimators : dict of str to estimator, optional
         rdpest estimators (unfitted); default :func:`default_estimators`. Each is cloned, given
-        ``direction="max"``'s samples (O′, O) and its share of beta.
+        ``direction="max"``'s samples (O′, O) and its share of beta. Each keeps its own
+        ``random_state`` (the audit's is not passed on): seed them for an audit that repeats,
+        and resumes, bit for bit.
     n_jobs : int, default=1
         joblib workers (-1: all cores). Results do not depend on it.
     store : path or None

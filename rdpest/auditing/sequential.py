@@ -14,7 +14,9 @@ the ε_α it should detect with 80% probability (:mod:`rdpest.auditing.power`). 
 never raises the false-violation probability (it only forgoes later rounds).
 
 Rounds are computed from stored runs: a killed sequential audit resumes from its store, refits
-the rounds (seeded, so bit for bit the same) and reaches the same verdict.
+the rounds and reaches the same verdict, bit for bit where the estimators are seeded (the
+defaults are, from the audit's ``random_state``; an estimator passed with ``random_state=None``
+draws fresh randomness at every fit, so its resumed estimates differ).
 """
 
 from __future__ import annotations
