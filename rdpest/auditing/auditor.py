@@ -436,11 +436,11 @@ class Auditor:
                     break
             result = self._finish(result, records, estimators, level, sizes)
             if store is not None:
-                self._record_analysis(store, result)
+                self._record_analysis(store, result, estimators)
                 result.to_json(store.directory / "result.json")
         return result
 
-    def _record_analysis(self, store: RunStore, result: AuditResult) -> None:
+    def _record_analysis(self, store: RunStore, result: AuditResult, estimators: dict) -> None:
         """Record this analysis in the store, and name in the result (and a warning) the earlier
         ones that tested the same claim on these runs under another level or schedule: each
         spent its own β on the same runs, so the chance that one of them accuses an honest
@@ -451,7 +451,8 @@ class Auditor:
             "n_runs": int(self.n_runs),
             "max_runs": int(result.config["max_runs"]),
             "power_target": None if self.power_target is None else float(self.power_target),
-            "estimators": sorted(result.estimates),
+            # each estimator's settings: refitting with other hyperparameters is a new test too
+            "estimators": {name: _settings_text(est) for name, est in sorted(estimators.items())},
         }
         earlier: dict[str, dict] = {}
         for entry in store.analyses():
@@ -580,6 +581,15 @@ class Auditor:
             delta=self.membership_delta,
             random_state=int(self.random_state),
         )
+
+
+def _settings_text(estimator) -> str:
+    """An estimator's parameters as JSON text (an object that is not JSON by its class name)."""
+    return json.dumps(
+        estimator.get_params(deep=False),
+        sort_keys=True,
+        default=lambda value: getattr(value, "__qualname__", type(value).__qualname__),
+    )
 
 
 def _round_record(number: int, result: AuditResult, level: float) -> dict:

@@ -365,12 +365,16 @@ def test_each_analysis_is_recorded_and_a_retest_of_the_claim_says_what_it_costs(
     assert AuditResult.from_json(tmp_path / "result.json").summary() == second.summary()
     with pytest.warns(UserWarning, match=r"at most 0\.3, not 0\.2"):
         _audit(mech, store=tmp_path, beta=0.2).run()  # another level counts too
+    reseeded = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, direction="max", random_state=1)}
+    with pytest.warns(UserWarning, match="under 3 other setting"):  # and other hyperparameters
+        _audit(mech, store=tmp_path, estimators=reseeded).run()
     entries = [json.loads(x) for x in (tmp_path / "analyses.jsonl").read_text().splitlines()]
     assert [(e["beta"], e["max_runs"]) for e in entries] == [
         (0.05, 120),
         (0.05, 120),
         (0.05, 240),
         (0.2, 60),
+        (0.05, 60),
     ]
     claim = GaussianMechanismScore(noise_std=1.0).claimed_epsilon(4.0)
     with warnings.catch_warnings():
