@@ -26,6 +26,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import warnings
 from numbers import Integral, Real
 
@@ -359,7 +360,9 @@ class Auditor:
             if tasks:
                 jobs = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")(dispatched())
                 for runs, error, text in jobs:
-                    if error is not None and not errors:
+                    if error is not None and errors:  # raised too, while the first one's ran
+                        logger.warning("another run failed as well: %r", error)
+                    elif error is not None:
                         errors.append((error, text))
                     for arm, index, seed, score in runs:
                         if (arm, index) in finished:  # recomputed with its group, kept as stored
@@ -398,9 +401,10 @@ class Auditor:
                     continue
                 seeds = [run_seed(self.random_state, arm, i) for i in indices]
                 if group == 1:
-                    task = delayed(_guarded)(_one_run, self.score_fn, arm, indices[0], seeds[0])
+                    work = (_one_run, self.score_fn, arm, indices[0], seeds[0])
                 else:
-                    task = delayed(_guarded)(_run_group, self.score_fn, arm, indices, seeds)
+                    work = (_run_group, self.score_fn, arm, indices, seeds)
+                task = delayed(_guarded)(work[0], os.getpid(), *work[1:])
                 tasks.append(task)
         return tasks
 

@@ -4,6 +4,7 @@ guard that keeps a failing run from taking the runs finished beside it down with
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import traceback
 from numbers import Integral, Real
@@ -69,18 +70,26 @@ def _run_group(
     ]
 
 
-def _guarded(work, *args) -> tuple[list, BaseException | None, str | None]:
+def _guarded(work, parent: int, *args) -> tuple[list, BaseException | None, str | None]:
     """``work(*args)``'s runs, or its error with the traceback as text: a failing run then does
     not take down the runs finished beside it in its joblib batch (they are stored, and the
-    error is raised once the runs in flight are in)."""
+    error is raised once the runs in flight are in).
+
+    ``parent`` is the auditing process's id: an error raised in another process is sent back
+    only if it survives a pickle round trip (an exception whose ``__init__`` takes other
+    arguments than it passes on pickles but does not unpickle, and joblib then loses the whole
+    pool's results); otherwise it comes back as a RuntimeError naming it. In the auditing
+    process itself (``n_jobs=1``, threads) the error is returned as it is.
+    """
     try:
         return work(*args), None, None
     except Exception as exc:  # raised again by Auditor._collect
         text = traceback.format_exc()
-        try:
-            pickle.dumps(exc)
-        except Exception:  # an error a worker could not send back
-            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        if os.getpid() != parent:
+            try:
+                pickle.loads(pickle.dumps(exc))
+            except Exception:  # an error a worker could not send back
+                exc = RuntimeError(f"{type(exc).__name__}: {exc}")
         return [], exc, text
 
 

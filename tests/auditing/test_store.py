@@ -327,20 +327,44 @@ def test_a_failing_run_loses_no_finished_run(tmp_path, backend, dask_backend):
     _same(resumed, _audit(GaussianMechanismScore(noise_std=1.0), store=None).run())
 
 
+class _TrainingFailed(Exception):
+    """An error that pickles but does not unpickle: its __init__ takes other arguments than it
+    passes on (a common pattern)."""
+
+    def __init__(self, what, seed):
+        super().__init__(f"{what} failed at seed {seed}")
+
+
 class _UnsendableError(GaussianMechanismScore):
-    """Fails at run 5 of arm 0 with an error that holds a lock (which cannot be pickled)."""
+    """Fails at run 5 of arm 0 with an error that holds a lock (which cannot be pickled) or
+    one that cannot be unpickled."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
 
     def __call__(self, include_canary, seed):
         if not include_canary and seed == run_seed(0, 0, 5):
-            raise ValueError("training failed", threading.Lock())
+            if self.kind == "lock":
+                raise ValueError("training failed", threading.Lock())
+            raise _TrainingFailed("training", seed)
         return super().__call__(include_canary, seed)
 
 
-def test_an_error_a_worker_cannot_send_back_is_still_named(tmp_path):
-    """Without the guard, a worker could not return this error: joblib reported a pickling
-    failure of the worker's result instead of the training's error."""
-    with pytest.raises(RuntimeError, match=r"ValueError: \('training failed'") as raised:
-        _audit(_UnsendableError(), store=tmp_path, n_jobs=2).run()
+@pytest.mark.parametrize("kind", ["lock", "constructor"])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_an_error_a_worker_cannot_send_back_is_still_named(tmp_path, kind, n_jobs):
+    """Without the guard, a worker could not return these errors: joblib reported a pickling
+    failure of the worker's result, or "BrokenProcessPool: A result has failed to
+    un-serialize" (losing the runs trained beside it), instead of the training's error. In
+    the auditing process itself the error comes back unchanged."""
+    expected = ValueError if kind == "lock" else _TrainingFailed
+    if n_jobs != 1:
+        expected = RuntimeError
+    with pytest.raises(expected, match="training failed") as raised:
+        _audit(_UnsendableError(kind), store=tmp_path, n_jobs=n_jobs).run()
+    if n_jobs != 1:
+        assert str(raised.value).startswith("ValueError" if kind == "lock" else "_TrainingFailed")
     assert "in __call__" in "".join(traceback.format_exception(raised.value))
     assert len((tmp_path / "runs.jsonl").read_text().splitlines()) >= 10
 
