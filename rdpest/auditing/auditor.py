@@ -23,18 +23,18 @@ fixed groups of run indices, so this holds for it too.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
 import warnings
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
+from rdpest.auditing.analyses import earlier_analyses, retest_message, settings_text
 from rdpest.auditing.identity import score_fn_identity
 from rdpest.auditing.membership import MEMBERSHIP_DELTA, membership_readouts
 from rdpest.auditing.power import audit_power, runs_needed, verdict_of
@@ -454,35 +454,19 @@ class Auditor:
             "beta": float(self.beta),
             "n_runs": int(self.n_runs),
             "max_runs": int(result.config["max_runs"]),
-            "power_target": None if self.power_target is None else float(self.power_target),
+            # the power target changes a schedule of rounds (when it stops), not one round
+            "power_target": None
+            if self.power_target is None or len(result.config["rounds_planned"]) == 1
+            else float(self.power_target),
             # each estimator's settings: refitting with other hyperparameters is a new test too
-            "estimators": {name: _settings_text(est) for name, est in sorted(estimators.items())},
+            "estimators": {name: settings_text(est) for name, est in sorted(estimators.items())},
         }
-        earlier: dict[str, dict] = {}
-        for entry in store.analyses():
-            other = {key: entry.get(key) for key in settings}
-            level = other["beta"]
-            if (
-                {key: entry.get(key) for key in claim} == claim
-                and other != settings
-                and isinstance(level, Real)
-                and 0 < level < 1
-            ):  # the latest verdict under each other setting
-                earlier[json.dumps(other, sort_keys=True)] = {
-                    **other,
-                    "verdict": entry.get("verdict"),
-                }
+        earlier = earlier_analyses(store.analyses(), claim, settings)
         store.record_analysis({**claim, **settings, "verdict": result.verdict})
         if earlier:
-            result.config["earlier_analyses"] = list(earlier.values())
-            combined = min(1.0, float(self.beta) + sum(e["beta"] for e in earlier.values()))
+            result.config["earlier_analyses"] = earlier
             warnings.warn(
-                f"the runs in {store.directory} were already analysed for this claim (ε_"
-                f"{self.alpha:g} = {self.claimed_epsilon:g}) under {len(earlier)} other "
-                f"setting(s) of the level or schedule; each analysis spends its own β on the same "
-                f"runs, so the chance that one of them accuses an honest pipeline is at most "
-                f"{combined:.3g}, not {self.beta:g}. Decide on the first analysis planned, or "
-                "train new runs (another store or random_state) for another test",
+                retest_message(store.directory, claim, earlier, float(self.beta)),
                 UserWarning,
                 stacklevel=3,
             )
@@ -585,15 +569,6 @@ class Auditor:
             delta=self.membership_delta,
             random_state=int(self.random_state),
         )
-
-
-def _settings_text(estimator) -> str:
-    """An estimator's parameters as JSON text (an object that is not JSON by its class name)."""
-    return json.dumps(
-        estimator.get_params(deep=False),
-        sort_keys=True,
-        default=lambda value: getattr(value, "__qualname__", type(value).__qualname__),
-    )
 
 
 def _round_record(number: int, result: AuditResult, level: float) -> dict:

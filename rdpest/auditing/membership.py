@@ -30,6 +30,7 @@ threshold must not be chosen on the certifying half: the limits hold for a test 
 
 from __future__ import annotations
 
+import math
 from numbers import Integral
 
 import numpy as np
@@ -44,6 +45,7 @@ __all__ = [
     "MEMBERSHIP_DELTA",
     "MEMBERSHIP_FPRS",
     "epsilon_from_rates",
+    "membership_line",
     "membership_readouts",
     "oriented_scores",
 ]
@@ -201,3 +203,60 @@ def membership_readouts(
         "n_train": [int(train_p.size), int(train_q.size)],
         "n_test": [int(test_p.size), int(test_q.size)],
     }
+
+
+def membership_line(
+    membership: dict, alpha: float | None = None, claimed_epsilon: float | None = None
+) -> str:
+    """The summary's line on the membership-inference readouts.
+
+    With the claim (``alpha`` and ``claimed_epsilon``), the line also says what the claim
+    allows, so that what the audit measured is not read as the claim's own scale: the ε at
+    this δ the claim implies (:func:`rdpest.stats.conversions.rdp_to_dp`, Balle et al. 2020,
+    Thm 21) and the largest TPR at 1% FPR it allows. A claim bounds both directions, so the
+    ceiling is the least of the (ε, δ) test bounds TPR ≤ e^ε·FPR + δ and
+    TPR ≤ 1 − e^{−ε}(1 − FPR − δ), and of Mironov (2017, Prop. 10) for the RDP claim itself,
+    TPR ≤ (e^{ε_α}·FPR)^{(α−1)/α} and, on the complement in the other direction,
+    TPR ≤ 1 − e^{−ε_α}(1 − FPR)^{α/(α−1)}.
+
+    Examples
+    --------
+    >>> line = membership_line({"auroc": 0.75, "tpr_at_fpr": {"0.01": 0.1},
+    ...                         "epsilon_lower_bound": 0.5, "delta": 1e-5, "beta": 0.05})
+    >>> line.split("; ")[0]
+    'membership inference: AUROC 0.750, TPR 0.100 at 1% FPR (point estimates)'
+    >>> line = membership_line({"auroc": 0.75, "tpr_at_fpr": {"0.01": 0.1},
+    ...                         "epsilon_lower_bound": 0.5, "delta": 1e-5, "beta": 0.05}, 2, 1)
+    >>> first, second = line.split("; ")
+    >>> print(first[first.index("(") :])
+    (point estimates, the claim allows at most 0.165)
+    >>> print(second[second.index("(the") :])
+    (the claim implies ε <= 11.13 at this δ)
+    """
+    from rdpest.stats.conversions import rdp_to_dp
+
+    tpr = membership["tpr_at_fpr"].get("0.01")
+    at = "n/a" if tpr is None else f"{tpr:.3f}"
+    n_test = membership.get("n_test")
+    if tpr is not None and isinstance(n_test, list | tuple) and len(n_test) == 2:
+        if isinstance(n_test[1], int) and 0 < n_test[1] < 100:  # 1% is finer than 1/m
+            at += f" (no false positive among the {n_test[1]} certifying runs without the canary)"
+    delta = membership["delta"]
+    allows, implies = "", ""
+    if alpha is not None and claimed_epsilon is not None:
+        epsilon = rdp_to_dp(claimed_epsilon, alpha, delta)
+        fpr, ratio = 0.01, (alpha - 1.0) / alpha
+        ceiling = min(
+            1.0,
+            math.exp(min(epsilon, 700.0)) * fpr + delta,
+            1.0 - math.exp(-epsilon) * (1.0 - fpr - delta),
+            math.exp(min(claimed_epsilon + math.log(fpr), 0.0)) ** ratio,
+            1.0 - math.exp(-claimed_epsilon) * (1.0 - fpr) ** (1.0 / ratio),
+        )
+        allows = f", the claim allows at most {ceiling:.3g}"
+        implies = f" (the claim implies ε <= {epsilon:.4g} at this δ)"
+    return (
+        f"membership inference: AUROC {membership['auroc']:.3f}, TPR {at} at 1% FPR (point "
+        f"estimates{allows}); certified (ε, δ = {delta:g})-DP lower bound ε >= "
+        f"{membership['epsilon_lower_bound']:.3f} at level {1 - membership['beta']:.3g}{implies}"
+    )

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from rdpest.auditing.analyses import earlier_line
+from rdpest.auditing.membership import membership_line
 from rdpest.auditing.power import power_sentence
 from rdpest.utils.io import atomic_write_text, refuse_symlink
 
@@ -208,7 +210,7 @@ class AuditResult:
                 + ", ".join(f"{r['lower_bound']:.3f}" for r in self.rounds)
             )
         if self.config.get("earlier_analyses"):
-            lines.append(_earlier_line(self.config["earlier_analyses"], self.beta))
+            lines.append(earlier_line(self.config["earlier_analyses"], self.beta))
         if self.membership:
             lines.append(membership_line(self.membership, self.alpha, self.claimed_epsilon))
         lines.append(f"verdict: {self.verdict.upper().replace('_', ' ')}")
@@ -584,77 +586,3 @@ def _checked_membership(value, where: str) -> dict[str, Any]:
     if not all(_is_number(v) for v in [*numbers, *rates.values()]):
         raise ValueError(f"{where}: the membership readouts must be numbers")
     return value
-
-
-def _earlier_line(earlier: list, beta: float) -> str:
-    """The earlier analyses of the same runs for the same claim, and the level they add up to."""
-    described, total = [], float(beta)
-    for entry in earlier:
-        try:
-            level = float(entry["beta"])
-            runs = f"{entry['n_runs']}" + (
-                f" to {entry['max_runs']}" if entry["max_runs"] != entry["n_runs"] else ""
-            )
-            described.append(
-                f"beta {level:g}, {runs} runs: {str(entry['verdict']).upper().replace('_', ' ')}"
-            )
-            total += level
-        except (KeyError, TypeError, ValueError):
-            continue
-    return (
-        "these runs were also analysed for this claim under other settings ("
-        + "; ".join(described)
-        + f"): the chance that one of the analyses accuses an honest pipeline is at most "
-        f"{min(total, 1.0):.3g}, not beta"
-    )
-
-
-def membership_line(
-    membership: dict, alpha: float | None = None, claimed_epsilon: float | None = None
-) -> str:
-    """The summary's line on the membership-inference readouts.
-
-    With the claim (``alpha`` and ``claimed_epsilon``), the line also says what the claim
-    allows, so that what the audit measured is not read as the claim's own scale: the ε at
-    this δ the claim implies (:func:`rdpest.stats.conversions.rdp_to_dp`, Balle et al. 2020,
-    Thm 21) and the largest TPR at 1% FPR it allows, min(e^ε·FPR + δ, (e^{ε_α}·FPR)^{(α−1)/α})
-    (the (ε, δ) test bound, and Mironov 2017, Prop. 10 for the RDP claim itself).
-
-    Examples
-    --------
-    >>> line = membership_line({"auroc": 0.75, "tpr_at_fpr": {"0.01": 0.1},
-    ...                         "epsilon_lower_bound": 0.5, "delta": 1e-5, "beta": 0.05})
-    >>> line.split("; ")[0]
-    'membership inference: AUROC 0.750, TPR 0.100 at 1% FPR (point estimates)'
-    >>> line = membership_line({"auroc": 0.75, "tpr_at_fpr": {"0.01": 0.1},
-    ...                         "epsilon_lower_bound": 0.5, "delta": 1e-5, "beta": 0.05}, 2, 1)
-    >>> first, second = line.split("; ")
-    >>> print(first[first.index("(") :])
-    (point estimates, the claim allows at most 0.165)
-    >>> print(second[second.index("(the") :])
-    (the claim implies ε <= 11.13 at this δ)
-    """
-    from rdpest.stats.conversions import rdp_to_dp
-
-    tpr = membership["tpr_at_fpr"].get("0.01")
-    at = "n/a" if tpr is None else f"{tpr:.3f}"
-    n_test = membership.get("n_test")
-    if tpr is not None and isinstance(n_test, list | tuple) and len(n_test) == 2:
-        if isinstance(n_test[1], int) and 0 < n_test[1] < 100:  # 1% is finer than 1/m
-            at += f" (no false positive among the {n_test[1]} certifying runs without the canary)"
-    delta = membership["delta"]
-    allows, implies = "", ""
-    if alpha is not None and claimed_epsilon is not None:
-        epsilon = rdp_to_dp(claimed_epsilon, alpha, delta)
-        ceiling = min(
-            1.0,
-            math.exp(min(epsilon, 700.0)) * 0.01 + delta,
-            math.exp(min(claimed_epsilon + math.log(0.01), 0.0)) ** ((alpha - 1.0) / alpha),
-        )
-        allows = f", the claim allows at most {ceiling:.3g}"
-        implies = f" (the claim implies ε <= {epsilon:.4g} at this δ)"
-    return (
-        f"membership inference: AUROC {membership['auroc']:.3f}, TPR {at} at 1% FPR (point "
-        f"estimates{allows}); certified (ε, δ = {delta:g})-DP lower bound ε >= "
-        f"{membership['epsilon_lower_bound']:.3f} at level {1 - membership['beta']:.3g}{implies}"
-    )

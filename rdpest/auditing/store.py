@@ -272,8 +272,13 @@ class RunStore:
         refuse_symlink(self.analyses_path, "the store's analyses.jsonl")
         if not self.analyses_path.exists():
             return []
+        try:
+            text = self.analyses_path.read_text(errors="replace")
+        except OSError as exc:
+            logger.warning("cannot read %s (%s): earlier analyses unknown", self.analyses_path, exc)
+            return []
         found = []
-        for line in self.analyses_path.read_text(errors="replace").splitlines():
+        for line in text.splitlines():
             try:
                 entry = json.loads(line)
             except (ValueError, RecursionError):
@@ -285,7 +290,10 @@ class RunStore:
     def record_analysis(self, entry: dict) -> None:
         """Append one analysis of the runs (one write, flushed and fsynced)."""
         line = json.dumps(entry, sort_keys=True, allow_nan=False)
-        _append_line(self.analyses_path, line, "the store's analyses.jsonl")
+        try:
+            _append_line(self.analyses_path, line, "the store's analyses.jsonl")
+        except OSError as exc:  # the record informs; it never costs the audit its result
+            logger.warning("cannot record this analysis in %s (%s)", self.analyses_path, exc)
 
 
 def _append_line(path: Path, line: str, what: str) -> None:

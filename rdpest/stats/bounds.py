@@ -404,14 +404,17 @@ def _clopper_pearson(successes, trials: int, levels, side: str) -> np.ndarray:
     # by the symmetry of the beta law (1 − the ``level`` quantile of Beta(n − k, k + 1)), since
     # 1 − level rounds to 1 below 1e-16; and stats.beta.ppf's root finder stopped short below
     # about 1e-90, returning lower limits whose tail exceeded the level up to 4e7-fold.
+    # Below about 1e-200 betaincinv can return NaN: read as the trivial limit (0 or 1).
     if side == "lower":
         out = np.zeros(k.shape)
         inside = k > 0
-        out[inside] = special.betaincinv(k[inside], trials - k[inside] + 1, levels[inside])
+        limit = special.betaincinv(k[inside], trials - k[inside] + 1, levels[inside])
+        out[inside] = np.nan_to_num(limit, nan=0.0)
     else:
         out = np.ones(k.shape)
         inside = k < trials
         below = special.betaincinv(trials - k[inside], k[inside] + 1, levels[inside])
+        below = np.nan_to_num(below, nan=0.0)
         # 1 − below rounded up, so that rounding never makes the limit smaller than it is.
         out[inside] = np.minimum(1.0, np.nextafter(1.0 - below, 2.0))
     return out

@@ -302,8 +302,8 @@ def test_the_membership_delta_flag_of_evaluate_and_audit(tmp_path, capsys, monke
     assert json.loads(capsys.readouterr().out)["membership"]["delta"] == 0.001
     assert main([*command, "--json"]) == 0  # the default
     assert json.loads(capsys.readouterr().out)["membership"]["delta"] == 1e-5
-    assert main([*command, "--membership-delta", "1.5"]) == 1
-    assert "membership_delta must lie strictly between 0 and 1" in capsys.readouterr().err
+    assert main([*command, "--membership-delta", "1.5"]) == 2  # a usage error naming the flag
+    assert "--membership-delta must lie strictly between 0 and 1" in capsys.readouterr().err
 
     # rdpest audit hands the flag to DPSGDAuditor (stopped there: no training in this test).
     seen = {}

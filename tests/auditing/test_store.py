@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 import pytest
 
-from rdpest import BernoulliTPRFPRBaseline
+from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator
 from rdpest.auditing import Auditor, AuditResult, GaussianMechanismScore, RunStore, run_seed
 
 N_RUNS = 60
@@ -269,7 +269,8 @@ def test_two_audits_started_together_on_one_store(tmp_path, same_config):
 def test_the_lock_is_released_after_an_audit_and_after_an_error(tmp_path):
     mech = GaussianMechanismScore()
     _audit(mech, store=tmp_path, n_runs=10).run()
-    _audit(mech, store=tmp_path, n_runs=12).run()  # resumes: the first released its lock
+    with pytest.warns(UserWarning, match="already analysed"):  # 12 runs: another test
+        _audit(mech, store=tmp_path, n_runs=12).run()  # resumes: the first released its lock
 
     def broken(include_canary, seed):
         raise RuntimeError("training failed")
@@ -406,6 +407,29 @@ def test_each_analysis_is_recorded_and_a_retest_of_the_claim_says_what_it_costs(
         other = Auditor(mech, claim, alpha=4.0, n_runs=N_RUNS, progress=False, store=tmp_path)
         other.estimators = {"bernoulli": BernoulliTPRFPRBaseline(alpha=4.0, direction="max")}
         assert "earlier_analyses" not in other.run().config
+
+
+def test_what_does_not_change_the_test_is_not_a_retest(tmp_path, caplog):
+    """Reviewer's findings: a power_target added to a one-round audit (it only adds
+    runs_needed) and an estimator's verbose or n_threads counted as another test of the claim;
+    and an analyses.jsonl that could not be read or written cost the audit its result.json."""
+    mech = GaussianMechanismScore(noise_std=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _audit(mech, store=tmp_path).run()
+        _audit(mech, store=tmp_path, power_target=3.0).run()
+        dv = {
+            "dv": DVRenyiEstimator(alpha=2.0, max_epochs=2, hidden_layer_sizes=(4,), random_state=0)
+        }
+        _audit(mech, store=tmp_path / "dv", estimators=dv).run()
+        dv["dv"].set_params(verbose=1, n_threads=1)
+        _audit(mech, store=tmp_path / "dv", estimators=dv).run()
+    broken = tmp_path / "broken"
+    (broken / "analyses.jsonl").mkdir(parents=True)
+    with caplog.at_level(logging.WARNING, logger="rdpest.auditing.store"):
+        result = _audit(mech, store=broken).run()
+    assert AuditResult.from_json(broken / "result.json").summary() == result.summary()
+    assert "cannot read" in caplog.text and "cannot record this analysis" in caplog.text
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,94 @@
+"""The analyses of a run store's runs: what each one tested, and what testing a claim again costs.
+
+Every completed audit of a store's runs is a level-β test of its claim (the order α and the
+claimed ε_α) and is recorded in the store's ``analyses.jsonl``
+(:meth:`rdpest.auditing.RunStore.record_analysis`). Testing the same claim again on the same runs
+under another level, schedule (``n_runs``, ``max_runs``, and ``power_target`` where there are
+several rounds) or estimator settings spends the level again: by a union bound, the chance that
+at least one of the analyses accuses an honest pipeline is at most the sum of their β, not β.
+Repeating an analysis with the same settings is not a new test (its verdict is the same); another
+order or claim is another test, of another claim. :class:`rdpest.auditing.Auditor` names the
+earlier analyses in its result (``config["earlier_analyses"]``) and its summary, and warns.
+"""
+
+from __future__ import annotations
+
+import json
+from numbers import Real
+
+__all__ = [
+    "RUNNING_PARAMETERS",
+    "earlier_analyses",
+    "earlier_line",
+    "retest_message",
+    "settings_text",
+]
+
+#: Estimator parameters that change how a fit runs, not what it tests.
+RUNNING_PARAMETERS = frozenset({"verbose", "n_threads", "device"})
+
+
+def settings_text(estimator) -> str:
+    """An estimator's parameters as JSON text (an object that is not JSON by its class name),
+    without those that only change how the fit runs."""
+    params = estimator.get_params(deep=False)
+    return json.dumps(
+        {key: value for key, value in params.items() if key not in RUNNING_PARAMETERS},
+        sort_keys=True,
+        default=lambda value: getattr(value, "__qualname__", type(value).__qualname__),
+    )
+
+
+def earlier_analyses(entries: list, claim: dict, settings: dict) -> list[dict]:
+    """The analyses among ``entries`` (a store's records) that tested ``claim`` under other
+    ``settings``: the latest verdict under each other setting, oldest setting first. Entries
+    with a level outside (0, 1) are skipped (a damaged record)."""
+    earlier: dict[str, dict] = {}
+    for entry in entries:
+        other = {key: entry.get(key) for key in settings}
+        level = other["beta"]
+        if (
+            {key: entry.get(key) for key in claim} == claim
+            and other != settings
+            and isinstance(level, Real)
+            and not isinstance(level, bool)
+            and 0 < level < 1
+        ):
+            earlier[json.dumps(other, sort_keys=True)] = {**other, "verdict": entry.get("verdict")}
+    return list(earlier.values())
+
+
+def retest_message(directory, claim: dict, earlier: list, beta: float) -> str:
+    """The warning of an analysis that tests a claim the store's runs were already tested for."""
+    combined = min(1.0, beta + sum(float(entry["beta"]) for entry in earlier))
+    return (
+        f"the runs in {directory} were already analysed for this claim (ε_{claim['alpha']:g} = "
+        f"{claim['claimed_epsilon']:g}) under {len(earlier)} other setting(s) of the level, "
+        f"schedule or estimators; each analysis spends its own β on the same runs, so the chance "
+        f"that one of them accuses an honest pipeline is at most {combined:.3g}, not {beta:g}. "
+        "Decide on the first analysis planned, or train new runs (another store or random_state) "
+        "for another test"
+    )
+
+
+def earlier_line(earlier: list, beta: float) -> str:
+    """The earlier analyses of the same runs for the same claim, and the level they add up to."""
+    described, total = [], float(beta)
+    for entry in earlier:
+        try:
+            level = float(entry["beta"])
+            runs = f"{entry['n_runs']}" + (
+                f" to {entry['max_runs']}" if entry["max_runs"] != entry["n_runs"] else ""
+            )
+            described.append(
+                f"beta {level:g}, {runs} runs: {str(entry['verdict']).upper().replace('_', ' ')}"
+            )
+            total += level
+        except (KeyError, TypeError, ValueError):
+            continue
+    return (
+        "these runs were also analysed for this claim under other settings ("
+        + "; ".join(described)
+        + f"): the chance that one of the analyses accuses an honest pipeline is at most "
+        f"{min(total, 1.0):.3g}, not beta"
+    )
