@@ -3,7 +3,7 @@
 The test tree mirrors the package: ``tests/stats``, ``tests/estimators``, ``tests/auditing`` and
 ``tests/auditing/dpsgd`` test the modules of the same name; the README, CLI, docs and examples
 are tested at the top. Slow statistical suites carry the ``slow`` marker: the default run
-leaves them out and ``.ci/run`` runs them afterwards with ``pytest -m slow``.
+leaves them out and ``.ci/run`` runs them afterwards with ``pytest -m slow -n 2``.
 """
 
 from __future__ import annotations
@@ -69,9 +69,17 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_sessionfinish(session):
-    """Fail a session whose statistical assertions exceed the error budget's family size."""
+    """Fail a session whose statistical assertions exceed the error budget's family size.
+
+    Under pytest-xdist (``pytest -n 2``, as CI runs the suites) each worker hands its count to
+    the controller, which adds them up in ``pytest_testnodedown`` and checks the total here.
+    """
     from tests.helpers import MAX_STATISTICAL_ASSERTIONS, STATISTICAL_ASSERTIONS
 
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller checks the session's total
+        workeroutput["statistical_assertions"] = STATISTICAL_ASSERTIONS["count"]
+        return
     if STATISTICAL_ASSERTIONS["count"] > MAX_STATISTICAL_ASSERTIONS:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         print(
@@ -79,3 +87,12 @@ def pytest_sessionfinish(session):
             f"than the {MAX_STATISTICAL_ASSERTIONS} the error budget in tests/helpers.py allows: "
             "raise the family size and lower COVERAGE_PVALUE with it"
         )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """Add an xdist worker's statistical assertions to the controller's count."""
+    from tests.helpers import STATISTICAL_ASSERTIONS
+
+    output = getattr(node, "workeroutput", None) or {}
+    STATISTICAL_ASSERTIONS["count"] += output.get("statistical_assertions", 0)

@@ -69,7 +69,7 @@ def test_readme_commands_are_the_ci_commands():
     readme = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
     assert "<!-- ci:test-command -->" in readme and "ci:test-command" in ci
-    assert 'pip install -e ".[dev]" && pytest' in readme
+    assert 'pip install -e ".[dev]" && pytest -n 2' in readme
     assert "pip install -e . && rdpest audit" in readme
 
 
