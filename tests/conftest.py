@@ -3,7 +3,7 @@
 The test tree mirrors the package: ``tests/stats``, ``tests/estimators``, ``tests/auditing`` and
 ``tests/auditing/dpsgd`` test the modules of the same name; the README, CLI, docs and examples
 are tested at the top. Slow statistical suites carry the ``slow`` marker: the default run
-leaves them out and ``.ci/run`` runs them afterwards with ``pytest -m slow -n 2``.
+leaves them out and ``.ci/run`` runs them afterwards with ``pytest -m slow -n 2 --dist worksteal``.
 """
 
 from __future__ import annotations
