@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,12 @@ def _header_lines(file: Path, delimiter: str | None) -> int:
     return 0
 
 
+def _is_npy(file: Path) -> bool:
+    """Whether the file starts with the .npy format's magic string."""
+    with open(file, "rb") as handle:
+        return handle.read(6) == b"\x93NUMPY"
+
+
 def load_samples(path: str) -> np.ndarray:
     """Read a sample from .npy, .npz (first array), .csv or .txt (whitespace separated).
 
@@ -67,6 +74,8 @@ def load_samples(path: str) -> np.ndarray:
         raise ValueError(f"unsupported format {suffix!r} for {path}: use .npy, .npz, .csv, .txt")
     try:
         if suffix == ".npy":
+            if not _is_npy(file):  # numpy would suggest allow_pickle=True: never for samples
+                raise ValueError("it is not a NumPy .npy file (its magic string is missing)")
             data = np.load(file, allow_pickle=False)
         elif suffix == ".npz":
             with np.load(file, allow_pickle=False) as archive:
@@ -78,7 +87,9 @@ def load_samples(path: str) -> np.ndarray:
             skip = _header_lines(file, delimiter)
             if skip and not any(line.strip() for line in file.read_text().splitlines()[1:]):
                 raise ValueError("it holds a header line and no numbers")
-            data = np.loadtxt(file, delimiter=delimiter, ndmin=1, skiprows=skip)
+            with warnings.catch_warnings():  # an empty file is reported below, on one line
+                warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+                data = np.loadtxt(file, delimiter=delimiter, ndmin=1, skiprows=skip)
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {path}: {exc or type(exc).__name__}") from None
     data = np.asarray(data)
@@ -157,17 +168,32 @@ def _cmd_quickstart(args) -> int:
 
 
 def _check_order_and_level(args) -> None:
-    """``--alpha``, ``--beta`` and (for ``evaluate``) ``--membership-delta`` in range, or a usage
+    """``--alpha``, ``--beta`` and (for ``evaluate``) ``--claim`` and
+    ``--membership-delta``, (for ``estimate``) ``--privacy-loss-bound`` in range, or a usage
     error naming the flag, before any file is read (as ``rdpest audit`` does for its
     settings)."""
-    from rdpest.utils.validation import check_alpha, check_beta, check_open_unit
+    from rdpest.utils.validation import check_alpha, check_beta, check_open_unit, check_positive
 
-    checks = [("alpha", check_alpha), ("beta", check_beta)]
+    checks = [
+        ("alpha", "--alpha", check_alpha),
+        ("beta", "--beta", check_beta),
+    ]
+    if hasattr(args, "claimed_epsilon"):
+        checks.append(
+            ("claimed_epsilon", "--claim", lambda v, n: check_positive(v, n, allow_zero=True))
+        )
     if hasattr(args, "membership_delta"):
-        checks.append(("membership_delta", check_open_unit))
-    for name, check in checks:
+        checks.append(("membership_delta", "--membership-delta", check_open_unit))
+    if getattr(args, "privacy_loss_bound", None) is not None:
+        if args.estimator != "hoeffding":
+            raise _UsageError(
+                f"--privacy-loss-bound is used by --estimator hoeffding only, not by "
+                f"--estimator {args.estimator}"
+            )
+        checks.append(("privacy_loss_bound", "--privacy-loss-bound", check_positive))
+    for name, flag, check in checks:
         try:
-            check(getattr(args, name), f"--{name.replace('_', '-')}")
+            check(getattr(args, name), flag)
         except ValueError as exc:
             raise _UsageError(str(exc)) from None
 
@@ -176,7 +202,14 @@ def _cmd_estimate(args) -> int:
     _check_order_and_level(args)
     X = load_samples(args.samples_p)
     Y = load_samples(args.samples_q)
-    est = _estimator(args).fit(X, Y)
+    est = _estimator(args)
+    try:
+        est.fit(X, Y)
+    except ValueError as exc:  # name the files, not fit's arguments X and Y
+        message = re.sub(r"(?<![\w.])X(?![\w.])", f"{args.samples_p} (P)", str(exc))
+        raise ValueError(
+            re.sub(r"(?<![\w.])Y(?![\w.])", f"{args.samples_q} (Q)", message)
+        ) from None
     _print_report(_report(est), args.json)
     return 0
 
@@ -192,6 +225,7 @@ def _cmd_evaluate(args) -> int:
     from rdpest.auditing import evaluate
 
     _check_order_and_level(args)
+    estimators = _chosen_estimators(args)
     without, with_ = _scores_file(args.without), _scores_file(args.with_canary)
     try:
         result = evaluate(
@@ -200,7 +234,7 @@ def _cmd_evaluate(args) -> int:
             args.claimed_epsilon,
             alpha=args.alpha,
             beta=args.beta,
-            estimators=_chosen_estimators(args),
+            estimators=estimators,
             random_state=args.seed,
             membership_delta=args.membership_delta,
         )
@@ -226,7 +260,13 @@ def _chosen_estimators(args) -> dict | None:
     from rdpest.auditing import default_estimators
 
     defaults = default_estimators(args.alpha, args.seed)
-    return {name: defaults[name] for name in args.estimators}
+    chosen = {name: defaults[name] for name in args.estimators}
+    if not any(est.will_be_certified() for est in chosen.values()):
+        raise _UsageError(
+            f"--estimators {','.join(chosen)}: none of them is certified, so the audit could "
+            "never find a violation; include dv or bernoulli"
+        )
+    return chosen
 
 
 def _compact(result, samples: dict) -> dict:

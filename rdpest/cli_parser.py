@@ -47,6 +47,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    """argparse type of ``--seed``: an integer >= 0 (a usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 def _estimator_names(text: str) -> list[str]:
     """argparse type of ``--estimators``: a comma list of the audit's estimators."""
     from rdpest.auditing.auditor import default_estimators
@@ -219,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument(
         "--device", default="auto", choices=["auto", "cpu", "cuda"], help="where to train"
     )
-    audit.add_argument("--seed", type=int, default=0, help="seed of the runs and estimators")
+    audit.add_argument("--seed", type=_seed, default=0, help="seed of the runs and estimators")
     audit.add_argument(
         "--json",
         action="store_true",
@@ -257,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_audit_estimators(evaluate)
     _add_membership_delta(evaluate)
-    evaluate.add_argument("--seed", type=int, default=0, help="the audit's --seed (estimators)")
+    evaluate.add_argument("--seed", type=_seed, default=0, help="the audit's --seed (estimators)")
     evaluate.add_argument(
         "--json", action="store_true", help="print the verdict, estimates and power as JSON"
     )
@@ -278,7 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
     quick.add_argument("--alpha", type=float, default=2.0, help="Rényi order")
     quick.add_argument("--divergence", type=float, default=1.0, help="true D_alpha to generate")
     quick.add_argument("--n", type=_positive_int, default=2000, help="samples per side")
-    quick.add_argument("--seed", type=int, default=0, help="seed of the samples and estimator")
+    quick.add_argument("--seed", type=_seed, default=0, help="seed of the samples and estimator")
     quick.add_argument("--json", action="store_true", help="machine-readable output")
 
     est = add(
@@ -317,6 +328,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="B with |log p/q| <= B (hoeffding only)",
     )
-    est.add_argument("--seed", type=int, default=0, help="seed of the estimator's splits")
+    est.add_argument("--seed", type=_seed, default=0, help="seed of the estimator's splits")
     est.add_argument("--json", action="store_true", help="machine-readable output")
     return parser

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -63,6 +64,10 @@ def _samples(tmp_path):
         (lambda p: np.save(p, np.r_[np.ones(9), np.nan]), "non-finite value(s) (NaN or inf)"),
         (lambda p: np.save(p, np.r_[np.inf, np.ones(9)]), "the first in row 0: inf"),
         (lambda p: np.save(p, np.ones(10, dtype=bool)), "holds a bool array"),
+        # Bug: numpy's own message, suggesting allow_pickle=True for a file that is not .npy
+        (lambda p: p.write_bytes(b"loss\n0.5\n"), "not a NumPy .npy file"),
+        # Bug: "X has 2 samples", naming neither the file nor the side
+        (lambda p: np.save(p, np.ones(2)), "(P) has 2 samples"),
     ],
     ids=[
         "zero-bytes",
@@ -74,13 +79,42 @@ def _samples(tmp_path):
         "nan",
         "inf",
         "bool",
+        "not-npy",
+        "too-few",
     ],
 )
 def test_estimate_reports_a_bad_sample_file_in_one_line(tmp_path, capsys, make, needle):
     bad = tmp_path / "p.npy"
     make(bad)
     assert main(["estimate", str(bad), str(_samples(tmp_path))]) == 1
-    _one_error_line(capsys, "estimate", str(bad), needle)
+    assert "allow_pickle" not in _one_error_line(capsys, "estimate", str(bad), needle)
+
+
+def test_an_empty_text_file_is_one_error_without_numpys_warning(tmp_path, capsys):
+    """Bug: numpy's "loadtxt: input contained no data" warning was printed above the error."""
+    empty = tmp_path / "p.txt"
+    empty.write_text("")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning would end the command as a UserWarning
+        assert main(["estimate", str(empty), str(_samples(tmp_path))]) == 1
+    _one_error_line(capsys, "estimate", str(empty), "non-empty array")
+
+
+@pytest.mark.parametrize("command", ["estimate", "evaluate", "audit", "quickstart"])
+def test_a_negative_seed_is_a_usage_error_naming_the_flag(tmp_path, capsys, command):
+    """Bug: status 1, naming the Python parameter random_state (after reading the files)."""
+    missing = str(tmp_path / "missing.npy")
+    argv = {
+        "estimate": [missing, missing],
+        "evaluate": [missing, missing, "--claim", "1", "--alpha", "2"],
+        "audit": ["--out", str(tmp_path / "audit")],
+        "quickstart": [],
+    }[command]
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, *argv, "--seed", "-1"])
+    assert exit_info.value.code == 2
+    assert "argument --seed: must be >= 0" in capsys.readouterr().err
+    assert not (tmp_path / "audit").exists()
 
 
 @pytest.mark.parametrize(
@@ -94,6 +128,24 @@ def test_estimate_reports_a_bad_sample_file_in_one_line(tmp_path, capsys, make, 
         (
             ["evaluate", "--claim", "1", "--alpha", "2", "--membership-delta", "0"],
             "--membership-delta must",
+        ),
+        # status 1, naming the Python parameter claimed_epsilon
+        (["evaluate", "--claim", "-1", "--alpha", "2"], "--claim must be >= 0"),
+        (["evaluate", "--claim", "inf", "--alpha", "2"], "--claim must be finite"),
+        (["evaluate", "--claim", "nan", "--alpha", "2"], "--claim must be finite"),
+        # a verdict ("underpowered") from an audit that could never find a violation
+        (
+            ["evaluate", "--claim", "1", "--alpha", "2", "--estimators", "gdp_route"],
+            "none of them is certified",
+        ),
+        # silently ignored by every estimator but hoeffding; a negative bound reached sklearn
+        (
+            ["estimate", "--estimator", "bernoulli", "--privacy-loss-bound", "3"],
+            "--privacy-loss-bound is used by --estimator hoeffding only",
+        ),
+        (
+            ["estimate", "--estimator", "hoeffding", "--privacy-loss-bound", "-1"],
+            "--privacy-loss-bound must be > 0",
         ),
     ],
 )

@@ -173,6 +173,13 @@ def check_audit_settings(
                 f"n_runs={n_runs} is too small: estimator {name!r} needs at least "
                 f"{needed} runs per arm for its splits"
             )
+    if not any(est.will_be_certified() for est in estimators.values()):
+        # Only certified bounds decide the verdict: without one the audit could never find a
+        # violation, and "underpowered" would blame the number of runs for a choice of estimators.
+        raise ValueError(
+            f"none of the estimators ({', '.join(estimators)}) is certified, so the audit could "
+            "never find a violation: include a certified one (the defaults dv and bernoulli are)"
+        )
     return estimators
 
 

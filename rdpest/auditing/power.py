@@ -2,9 +2,10 @@
 
 Every audit result carries ``power``:
 
-- ``max_certifiable``: the largest bound the audit's certified estimators can produce from its
-  sample sizes at their shares of β, whatever the scores (perfectly separated scores reach it;
-  :meth:`rdpest.estimators.base.RenyiEstimatorBase.max_certifiable`). A claim at or above it
+- ``max_certifiable``: a ceiling on the bounds the audit's certified estimators can produce
+  from its sample sizes at their shares of β, whatever the scores (their best certificates on
+  perfectly separated scores; a fit that picks its certificate on training data can stay below
+  it: :meth:`rdpest.estimators.base.RenyiEstimatorBase.max_certifiable`). A claim at or above it
   cannot be refuted by this audit: the verdict is then "underpowered".
 - ``detectable_epsilon``: the smallest ε_α that the audit flags with probability at least
   ``target_power`` when the scores follow ``reference_model`` (:mod:`rdpest.stats.power`: Gaussian

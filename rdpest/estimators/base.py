@@ -108,11 +108,14 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         """The largest lower bound ``fit`` can certify from ``n_p`` and ``n_q`` rows, whatever
         their values, with the current parameters (``beta``, ``direction``, splits).
 
-        A ceiling: perfectly separated samples reach it, and no sample of these sizes gives a
-        larger bound. An audit whose claim is at or above every certified estimator's ceiling
-        could not have refuted it, whatever the training did. 0.0 for an estimator that will not
-        be certified; ``inf`` where the bound has no ceiling that depends on the sample sizes
-        alone (the default; the estimators that certify through a held-out split override it).
+        A ceiling: no sample of these sizes gives a larger bound. It is the best of the
+        estimator's certificates on perfectly separated values; a fit that chooses its
+        certificate on a training split may choose another and stay below it even on perfectly
+        separated samples. An audit whose claim is at or above every certified estimator's
+        ceiling could not have refuted it, whatever the training did. 0.0 for an estimator that
+        will not be certified; ``inf`` where the bound has no ceiling that depends on the sample
+        sizes alone (the default; the estimators that certify through a held-out split override
+        it).
 
         Examples
         --------

@@ -29,6 +29,15 @@ def _estimators(random_state: int) -> dict:
     return estimators
 
 
+class _CertifiesNothing(BernoulliTPRFPRBaseline):
+    """A test double: a certified estimator whose bound is always 0."""
+
+    def fit(self, X, Y=None):
+        super().fit(X, Y)
+        self.lower_bound_ = 0.0
+        return self
+
+
 def test_uncertified_estimators_never_decide_the_verdict():
     """Bug caught: a verdict taken over every estimator's bound. The GDP route assumes a Gaussian
     trade-off curve; here its bound is far above the claim, and the verdict must ignore it."""
@@ -36,8 +45,13 @@ def test_uncertified_estimators_never_decide_the_verdict():
     without, with_ = rng.normal(0.0, 1.0, 300), rng.normal(3.0, 1.0, 300)
     gdp = BernoulliTPRFPRBaseline(alpha=ALPHA, conversion="gdp", random_state=0)
     assert not gdp.will_be_certified()
-    auditor = Auditor(null_score, 0.2, alpha=ALPHA, estimators={"gdp_route": gdp})
-    result = auditor.evaluate(without, with_)
+    # Alone it could never find a violation: the audit is refused, not called "underpowered".
+    with pytest.raises(ValueError, match=r"none of the estimators \(gdp_route\) is certified"):
+        Auditor(null_score, 0.2, alpha=ALPHA, estimators={"gdp_route": gdp}).evaluate(
+            without, with_
+        )
+    estimators = {"gdp_route": gdp, "weak": _CertifiesNothing(alpha=ALPHA)}
+    result = Auditor(null_score, 0.2, alpha=ALPHA, estimators=estimators).evaluate(without, with_)
     assert result.estimates["gdp_route"]["lower_bound"] > 0.2  # it would have decided ...
     assert result.estimates["gdp_route"]["certified"] is False
     assert result.verdict != "violation"  # ... but it must not
