@@ -10,8 +10,10 @@ covers what determines the scores, as far as it can be read:
   constants and the names it uses) and the values of its default arguments, so an edited function
   is a different pipeline;
 - a ``functools.partial``: the identity of its function and the values of its arguments;
-- a class (e.g. a model class used as a factory): its name, and the code, default arguments and
-  plain constants of it and its bases (library classes such as ``torch.nn.Module`` left out);
+- a class (e.g. a model class used as a factory): its name, and the code, default arguments,
+  properties and constants (numbers, strings, tuples, lists, dicts, arrays; a value of another
+  type by its type only) of it and its bases (library classes such as ``torch.nn.Module`` left
+  out);
 - a callable instance: its class's identity and the values of its attributes;
 - values: JSON types as they are, numpy arrays by a digest of their bytes, dataclasses, lists and
   dicts element by element, callables by their identity.
@@ -134,14 +136,34 @@ def _class_identity(cls: type, where: str) -> dict:
             member = getattr(member, "__func__", member)  # staticmethod, classmethod
             if isinstance(member, types.FunctionType):
                 members[name] = _code_and_defaults(member)
-            elif not name.startswith("__") and (
-                member is None or isinstance(member, bool | int | float | str)
-            ):
-                members[name] = _value(member, f"{where}.{name}")
+            elif isinstance(member, property | functools.cached_property):
+                accessors = (
+                    (member.fget, member.fset, member.fdel)
+                    if isinstance(member, property)
+                    else (member.func,)
+                )
+                members[name] = {
+                    "property": [
+                        _code_and_defaults(f) if isinstance(f, types.FunctionType) else None
+                        for f in accessors
+                    ]
+                }
+            elif not name.startswith("__"):
+                members[name] = _class_constant(member, f"{where}.{name}")
         parts.append([qualified_name(base), members])
     if parts:
         identity["code"] = parts
     return identity
+
+
+def _class_constant(value, where: str):
+    """A class attribute's value as :func:`_value` records it (tuples, lists, dicts and arrays
+    element by element: an edited ``NOISE = (1.0,)`` is another pipeline); one of a type with no
+    stable identity (a logger, a compiled pattern, an enum member) by its type alone."""
+    try:
+        return _value(value, where)
+    except _Unidentifiable:
+        return {"type": qualified_name(type(value))}
 
 
 def _identity(fn, where: str, what: str = "the callable") -> dict:

@@ -277,14 +277,23 @@ class RunStore:
         except OSError as exc:
             logger.warning("cannot read %s (%s): earlier analyses unknown", self.analyses_path, exc)
             return []
-        found = []
+        found, unreadable = [], 0
         for line in text.splitlines():
             try:
                 entry = json.loads(line)
             except (ValueError, RecursionError):
-                continue
+                entry = None
             if isinstance(entry, dict):
                 found.append(entry)
+            elif line.strip():
+                unreadable += 1
+        if unreadable:
+            logger.warning(
+                "%d record(s) in %s cannot be read (cut short or edited): the analyses they "
+                "recorded, and the levels those spent, are not counted",
+                unreadable,
+                self.analyses_path,
+            )
         return found
 
     def record_analysis(self, entry: dict) -> None:
@@ -299,8 +308,12 @@ class RunStore:
 def _append_line(path: Path, line: str, what: str) -> None:
     """Append one line to ``path`` with one write, flushed and fsynced, never through a link."""
     refuse_symlink(path, what)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-    with os.fdopen(fd, "a") as handle:
-        handle.write(line + "\n")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    with os.fdopen(fd, "a+b") as handle:
+        # A last line cut short by a crash has no newline: start on a new line, or this record
+        # would join the broken one and be lost with it.
+        size = os.fstat(fd).st_size
+        cut_short = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        handle.write(("\n" if cut_short else "").encode() + (line + "\n").encode())
         handle.flush()
         os.fsync(handle.fileno())

@@ -23,6 +23,7 @@ import pytest
 
 from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator
 from rdpest.auditing import Auditor, AuditResult, GaussianMechanismScore, RunStore, run_seed
+from rdpest.auditing.identity import score_fn_identity
 
 N_RUNS = 60
 
@@ -195,6 +196,52 @@ def test_an_edited_helper_or_class_constant_of_a_callable_instance_is_another_pi
         _Delegating.NOISE_SCALE_BUG = 1.0
         _Delegating._score = original
     _same(_audit(_Delegating(), store=tmp_path).run(), honest)
+
+
+class _TupleAndProperty:
+    """A callable instance reading a tuple class constant and a property."""
+
+    NOISE = (1.0,)
+    LOG = logging.getLogger("rdpest.test")  # no stable identity: recorded by its type
+
+    @property
+    def shift(self):
+        return 1.0
+
+    def __call__(self, include_canary, seed):
+        return _mechanism_score(include_canary, seed, self.NOISE[0] * self.shift)
+
+
+def test_an_edited_tuple_constant_or_property_is_another_pipeline(tmp_path):
+    """Bug: a class's identity kept only its functions and its scalar constants, so editing
+    ``NOISE = (1.0,)`` to ``(0.05,)``, or a property's ``return 1.0``, resumed the old store: a
+    reviewer's honest store, resumed by the edited class, said "violation" on the mixed runs."""
+    _audit(_TupleAndProperty(), store=tmp_path).run()
+    before = score_fn_identity(_TupleAndProperty())
+    original = _TupleAndProperty.__dict__["shift"]
+    try:
+        _TupleAndProperty.NOISE = (0.25,)
+        assert score_fn_identity(_TupleAndProperty()) != before
+        with pytest.raises(ValueError, match="different audit configuration"):
+            _audit(_TupleAndProperty(), store=tmp_path).run()
+        _TupleAndProperty.NOISE = (1.0,)
+        _TupleAndProperty.shift = property(_leaky_shift)
+        assert score_fn_identity(_TupleAndProperty()) != before
+        with pytest.raises(ValueError, match="different audit configuration"):
+            _audit(_TupleAndProperty(), store=tmp_path).run()
+        _TupleAndProperty.shift = original
+        _TupleAndProperty.LOG = "a string now"  # a constant's type is still recorded
+        assert score_fn_identity(_TupleAndProperty()) != before
+    finally:
+        _TupleAndProperty.NOISE = (1.0,)
+        _TupleAndProperty.shift = original
+        _TupleAndProperty.LOG = logging.getLogger("rdpest.test")
+    assert score_fn_identity(_TupleAndProperty()) == before
+    _audit(_TupleAndProperty(), store=tmp_path).run()  # the unedited class resumes its store
+
+
+def _leaky_shift(self):
+    return 0.25
 
 
 def test_config_adds_to_the_score_function_identity(tmp_path):
@@ -407,6 +454,27 @@ def test_each_analysis_is_recorded_and_a_retest_of_the_claim_says_what_it_costs(
         other = Auditor(mech, claim, alpha=4.0, n_runs=N_RUNS, progress=False, store=tmp_path)
         other.estimators = {"bernoulli": BernoulliTPRFPRBaseline(alpha=4.0, direction="max")}
         assert "earlier_analyses" not in other.run().config
+
+
+def test_an_analysis_after_a_record_cut_short_is_kept_and_the_lost_one_is_reported(
+    tmp_path, caplog
+):
+    """Reviewer's finding: the next analysis was appended onto a last line cut short by a crash,
+    so it was lost with it, and a later retest warning added up too small a level."""
+    mech = GaussianMechanismScore(noise_std=1.0)
+    _audit(mech, store=tmp_path).run()
+    with pytest.warns(UserWarning, match=r"at most 0\.25, not 0\.2"):
+        _audit(mech, store=tmp_path, beta=0.2).run()
+    path = tmp_path / "analyses.jsonl"
+    path.write_bytes(path.read_bytes()[:-40])  # the β = 0.2 record, cut short
+    with caplog.at_level(logging.WARNING, logger="rdpest.auditing.store"):
+        with pytest.warns(UserWarning, match=r"at most 0\.35, not 0\.3"):
+            _audit(mech, store=tmp_path, beta=0.3).run()
+    assert "1 record(s)" in caplog.text and "cannot be read" in caplog.text
+    with pytest.warns(UserWarning, match=r"at most 0\.75, not 0\.4"):  # 0.4 + 0.05 + 0.3
+        _audit(mech, store=tmp_path, beta=0.4).run()
+    lines = path.read_text().splitlines()
+    assert [json.loads(line)["beta"] for line in lines[-2:]] == [0.3, 0.4]
 
 
 def test_what_does_not_change_the_test_is_not_a_retest(tmp_path, caplog):
