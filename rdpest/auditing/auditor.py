@@ -377,7 +377,7 @@ class Auditor:
                         if store is not None:
                             store.append(arm=arm, index=index, seed=seed, score=score)
                         finished[(arm, index)] = score
-                        bar.update(1)
+                        bar.update(int(index < n_runs))  # the last group's extra runs aside
         finally:
             bar.close()
         if errors:
@@ -394,17 +394,19 @@ class Auditor:
 
         With ``runs_per_call`` B > 1, group j of an arm is always the runs j·B, ..., j·B + B - 1,
         whatever ``n_jobs`` is and whatever finished before, and a group with a missing run is
-        trained whole: every score is then what an uninterrupted audit with the same group size
-        gives, bit for bit (scores already stored are kept). A group may share randomness among
-        its runs (``DPSGDRun`` draws a stack's noise together), so a score function whose scores
-        depend on the group size says so in its store identity (``DPSGDRun.describe`` does).
+        trained whole, the last one too (its runs past ``n_runs`` are stored for an audit with
+        more runs, not used): every score is then what an uninterrupted audit with the same group
+        size gives, bit for bit, whatever ``n_runs`` was when it trained (scores already stored
+        are kept). A group may share randomness among its runs (``DPSGDRun`` draws a stack's
+        noise together), so a score function whose scores depend on the group size says so in
+        its store identity (``DPSGDRun.describe`` does).
         """
         group = runs_per_call(self.score_fn)
         tasks = []
         for start in range(0, n_runs, group):
             for arm in (WITHOUT_CANARY, WITH_CANARY):
-                indices = list(range(start, min(start + group, n_runs)))
-                if all((arm, i) in finished for i in indices):
+                indices = list(range(start, start + group))
+                if all((arm, i) in finished for i in indices if i < n_runs):
                     continue
                 seeds = [run_seed(self.random_state, arm, i) for i in indices]
                 if group == 1:

@@ -275,6 +275,41 @@ def test_non_json_config_and_store_that_is_a_file_are_clear_errors(tmp_path):
         _audit(mech, store=afile).run()
 
 
+class _GroupScores:
+    """Runs trained in groups of 4 whose scores depend on the group (as a stack's shared noise
+    does): the group size shifts every score a little."""
+
+    runs_per_call = 4
+
+    def __call__(self, include_canary, seed):
+        return self.score_many(include_canary, [seed])[0]
+
+    def score_many(self, include_canary, seeds):
+        return [_mechanism_score(include_canary, s) + 0.01 * len(seeds) for s in seeds]
+
+
+def test_raising_n_runs_gives_the_runs_of_an_audit_that_had_them_from_the_start(tmp_path):
+    """Reviewer's finding: with n_runs = 22 and groups of 4, runs 20 and 21 trained as a group of
+    2; raising n_runs to 24 kept them, so the grown store's scores (and its DV and Bernoulli
+    bounds) differed from a fresh 24-run audit's. The last group is now trained whole: its
+    extra runs are stored, not used."""
+    grown = _audit(_GroupScores(), store=tmp_path / "grown", n_runs=22).run()
+    assert len(grown.losses_with_canary) == 22
+    stored = [json.loads(x) for x in (tmp_path / "grown" / "runs.jsonl").read_text().splitlines()]
+    assert sorted((r["arm"], r["index"]) for r in stored) == [
+        (arm, i) for arm in (0, 1) for i in range(24)
+    ]
+    fresh22 = _audit(_GroupScores(), n_runs=22).run()
+    _same(grown, fresh22)
+    fresh24 = _audit(_GroupScores(), n_runs=24).run()
+    with pytest.warns(UserWarning, match="already analysed"):  # another schedule: a retest
+        _same(_audit(_GroupScores(), store=tmp_path / "grown", n_runs=24).run(), fresh24)
+    # every run trained in a group of 4, past n_runs or not (arm 1: with the canary)
+    expected = [_mechanism_score(True, run_seed(0, 1, i)) + 0.04 for i in range(24)]
+    np.testing.assert_allclose(fresh24.losses_with_canary, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(grown.losses_with_canary, expected[:22], rtol=0, atol=1e-12)
+
+
 # ------------------------------------------------------------------------------------------------
 # 2. one writer per store
 @pytest.mark.parametrize("same_config", [False, True], ids=["different", "same"])

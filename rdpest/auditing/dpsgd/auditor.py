@@ -319,6 +319,11 @@ class DPSGDAuditor:
         check_model(initial, torch.from_numpy(np.asarray(X_audit[:2], np.float32)), n_classes)
         model_identity = self._model_identity(initial)  # an unidentifiable factory fails here
         stack_runs = self._stored_stack_size()
+        if stack_runs is not None and stack_runs > 1 and config.sample_rate < 1.0:
+            # The store trained full batches: a Poisson sample rate is another pipeline, which
+            # the store refuses below naming pipeline.sample_rate (not "stack_runs=4 is not
+            # possible", a parameter the user never set).
+            stack_runs = None
         if stack_runs is None:
             stack_runs = resolve_stack_runs(  # an impossible stack_runs fails before pretraining
                 self.stack_runs,
