@@ -5,7 +5,8 @@ Layout of a store directory::
     config.json   the audit's fingerprint, created once and exclusively; an audit with another
                   configuration is refused
     runs.jsonl    one JSON record per finished run: {"arm": 0|1, "index": i, "seed": s,
-                  "score": x}, appended with one write and an fsync as each run finishes
+                  "score": x, "pipeline": p} (p: a digest of config.json), appended with one
+                  write and an fsync as each run finishes
     analyses.jsonl  one JSON record per analysis of the runs (the claim, the level, the
                   schedule and the verdict), appended as each audit finishes
     result.json   the latest analysis's result
@@ -22,9 +23,11 @@ What a store guarantees, and how:
   the lock of a killed process, so a killed audit can always be resumed.
 - **Records are checked, not trusted.** A record must be a JSON object with ``arm`` 0 or 1, an
   integer ``index`` >= 0, the ``seed`` that the audit derives for that run (``expected_seed``)
-  and a finite ``score``. Anything else (a record cut short by a crash, an overflowing number, a
-  deeply nested line, runs copied from an audit with another seed) is dropped with a warning and
-  the run is redone; two different scores for one run are both dropped, with a warning.
+  and a finite ``score``, and where it carries a ``pipeline`` digest, this store's. Anything else
+  (a record cut short by a crash, an overflowing number, a deeply nested line, runs copied from
+  an audit with another seed or from another pipeline's store) is dropped with a warning and the
+  run is redone; two different scores for one run are both dropped, with a warning. (Records
+  written before they carried the digest are checked without it.)
 - **Every analysis is recorded.** Testing one claim on the same runs again under another level
   or schedule spends the level again; ``analyses.jsonl`` keeps each analysis, so an audit can
   say which earlier ones tested its claim (:class:`rdpest.auditing.Auditor` does).
@@ -36,6 +39,7 @@ JSON, never pickle: a store can be read by anything and cannot execute code when
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -115,6 +119,10 @@ class RunStore:
                 f"lists and dicts): {exc}"
             ) from None
         self.expected_seed = expected_seed
+        # Each record carries this digest of the configuration: runs copied in from another
+        # pipeline's store (whose seeds are the same for the same random_state) are not adopted.
+        canonical = json.dumps(self.config, sort_keys=True, separators=(",", ":"))
+        self.pipeline_digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
         if self.directory.exists() and not self.directory.is_dir():
             raise ValueError(f"the store {self.directory} exists and is not a directory")
         try:
@@ -218,6 +226,10 @@ class RunStore:
             raise ValueError("score is not a finite number")
         if self.expected_seed is not None and int(seed) != self.expected_seed(arm, index):
             raise ValueError("its seed is not the one this audit derives for that run")
+        if "pipeline" in record and record["pipeline"] != self.pipeline_digest:
+            raise ValueError(
+                "it was written by another pipeline (its pipeline digest is not this store's)"
+            )
         return (int(arm), int(index)), float(score)
 
     def load(self) -> dict[tuple[int, int], float]:
@@ -263,7 +275,8 @@ class RunStore:
 
     def append(self, *, arm: int, index: int, seed: int, score: float) -> None:
         """Persist one finished run (one write, flushed and fsynced)."""
-        line = json.dumps({"arm": int(arm), "index": int(index), "seed": int(seed), "score": score})
+        record = {"arm": int(arm), "index": int(index), "seed": int(seed), "score": score}
+        line = json.dumps({**record, "pipeline": self.pipeline_digest})
         _append_line(self.runs_path, line, "the store's runs.jsonl")
 
     def analyses(self) -> list[dict]:

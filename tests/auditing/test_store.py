@@ -562,6 +562,24 @@ def test_records_from_another_seed_are_dropped_and_redone(tmp_path, caplog):
     _same(resumed, _audit(mech).run())
 
 
+def test_records_from_another_pipelines_store_are_dropped_and_redone(tmp_path, caplog):
+    """Reviewer's finding: run seeds depend only on random_state, arm and index, so the runs of a
+    buggy pipeline's store copied into the honest pipeline's store (same random_state) were
+    adopted, and the honest pipeline's audit said "violation" under its own name."""
+    honest = GaussianMechanismScore(noise_std=1.0)
+    buggy = GaussianMechanismScore(noise_std=1.0, noise_scale_bug=0.25)
+    _audit(buggy, store=tmp_path / "buggy").run()
+    _audit(honest, store=tmp_path / "honest").run()
+    (tmp_path / "honest" / "runs.jsonl").write_bytes(
+        (tmp_path / "buggy" / "runs.jsonl").read_bytes()
+    )
+    with caplog.at_level(logging.WARNING, logger="rdpest.auditing.store"):
+        resumed = _audit(honest, store=tmp_path / "honest").run()
+    assert "written by another pipeline" in caplog.text
+    _same(resumed, _audit(honest).run())
+    assert _audit(buggy).run().verdict == "violation"  # what the copied runs would have said
+
+
 def test_conflicting_duplicates_are_dropped_with_a_warning(tmp_path, caplog):
     """Bug: two records of one run with different scores resolved 'last wins', silently."""
     mech = GaussianMechanismScore(noise_std=1.0)
