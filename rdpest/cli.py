@@ -227,6 +227,7 @@ def _cmd_evaluate(args) -> int:
     _check_order_and_level(args)
     estimators = _chosen_estimators(args)
     without, with_ = _scores_file(args.without), _scores_file(args.with_canary)
+    store = _store_of(args.without, args.with_canary)
     try:
         result = evaluate(
             without,
@@ -237,20 +238,39 @@ def _cmd_evaluate(args) -> int:
             estimators=estimators,
             random_state=args.seed,
             membership_delta=args.membership_delta,
+            store=store,
         )
     except ValueError as exc:  # name the files, not the function's arguments
         message = str(exc).replace("losses_without_canary", args.without)
         raise ValueError(message.replace("losses_with_canary", args.with_canary)) from None
     samples = {"without_canary": args.without, "with_canary": args.with_canary}
     if args.json:
-        print(json.dumps(_compact(result, samples), indent=2))
+        payload = _compact(result, samples)
+        if store is not None:
+            payload["analyses_record"] = str(store / "analyses.jsonl")
+        print(json.dumps(payload, indent=2))
     else:
         print(result.summary())
         print(
             f"runs used: {result.n_runs} per side, O from {args.without}, O' from "
             f"{args.with_canary}"
         )
+        if store is not None:
+            print(f"this analysis is recorded in {store / 'analyses.jsonl'}")
     return 0
+
+
+def _store_of(*files: str) -> Path | None:
+    """The audit store the score files were written into (both in one directory holding the
+    store's config.json and runs.jsonl), whose analyses record this evaluation joins; else
+    None."""
+    parents = {Path(file).resolve().parent for file in files}
+    if len(parents) != 1:
+        return None
+    directory = parents.pop()
+    if (directory / "config.json").is_file() and (directory / "runs.jsonl").is_file():
+        return directory
+    return None
 
 
 def _chosen_estimators(args) -> dict | None:

@@ -9,9 +9,13 @@ cannot drift apart. Only the record of the pipeline differs: no score function w
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from rdpest.auditing.auditor import Auditor, _round_record, check_audit_settings, checked_scores
 from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
+from rdpest.auditing.store import RunStore
 
 __all__ = ["evaluate"]
 
@@ -34,6 +38,7 @@ def evaluate(
     estimators: dict | None = None,
     random_state: int = 0,
     membership_delta: float = MEMBERSHIP_DELTA,
+    store=None,
 ) -> AuditResult:
     """The audit's verdict on scores already collected (O without the canary, O′ with it).
 
@@ -59,6 +64,13 @@ def evaluate(
     membership_delta : float, default=1e-5
         The δ of the membership readouts' certified (ε, δ) bound (``result.membership``), in
         (0, 1), as :class:`~rdpest.auditing.Auditor`'s.
+    store : path, optional
+        The audit store these scores are the runs of (the directory of an audit's ``O.npy`` and
+        ``O_prime.npy``). The analysis is then recorded in its ``analyses.jsonl`` as an audit's
+        would be, and earlier analyses of the same claim on those runs under other settings are
+        named (``config["earlier_analyses"]``) with a warning: each spent its own β on the same
+        runs. The store's ``result.json`` is left as the audit wrote it. The store is locked
+        meanwhile (refused while an audit uses it).
 
     Returns
     -------
@@ -125,4 +137,23 @@ def evaluate(
     level = float(beta)
     result = auditor._evaluate(without, with_, estimators, level)
     records = [_round_record(1, result, level)]
-    return auditor._finish(result, records, estimators, level, [n])
+    result = auditor._finish(result, records, estimators, level, [n])
+    if store is not None:
+        with _opened_store(store) as opened:
+            auditor._record_analysis(opened, result, estimators)
+    return result
+
+
+def _opened_store(directory) -> RunStore:
+    """The audit store at ``directory``, opened (and locked) with its own configuration."""
+    path = Path(directory) / "config.json"
+    try:
+        config = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValueError(
+            f"{directory} is not an audit store (it has no config.json): leave store out to "
+            "evaluate scores that are not a store's runs"
+        ) from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ValueError(f"cannot read the store's configuration {path}: {exc}") from None
+    return RunStore(directory, config)

@@ -1,5 +1,6 @@
 """Tests of rdpest.auditing.evaluate: an audit's verdict on scores the user already has."""
 
+import json
 import re
 
 import numpy as np
@@ -113,3 +114,37 @@ def test_auditor_evaluate_checks_its_scores_as_evaluate_does(without, with_, mes
     auditor = Auditor(None, 1.0, alpha=2.0, n_runs=50, progress=False)
     with pytest.raises(ValueError, match=re.escape(message)):
         auditor.evaluate(without, with_, {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0)})
+
+
+def test_an_evaluation_of_a_stores_runs_is_on_the_stores_record(tmp_path, capsys):
+    """Reviewer's finding: the re-analysis the README suggests (`rdpest evaluate` on an audit's
+    O.npy and O_prime.npy) was recorded nowhere, so four evaluations at four levels warned of
+    nothing and a later audit of the store counted only its first analysis."""
+    from rdpest.cli import main
+
+    mech = GaussianMechanismScore(noise_std=1.0)
+    claim = mech.claimed_epsilon(2.0)
+    fast = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, direction="max", random_state=0)}
+    options = {"alpha": 2.0, "n_runs": 60, "progress": False, "estimators": fast}
+    audit = Auditor(mech, claim, store=tmp_path, **options).run()
+    written = (tmp_path / "result.json").read_text()
+    scores = (audit.losses_without_canary, audit.losses_with_canary)
+    # The same settings again: not another test of the claim.
+    again = evaluate(*scores, claim, alpha=2.0, estimators=fast, store=tmp_path)
+    assert "earlier_analyses" not in again.config
+    with pytest.warns(UserWarning, match=r"at most 0\.15, not 0\.1"):
+        other = evaluate(*scores, claim, alpha=2.0, beta=0.1, estimators=fast, store=tmp_path)
+    assert [e["beta"] for e in other.config["earlier_analyses"]] == [0.05]
+    # From the command line, on the files an audit writes into its store.
+    np.save(tmp_path / "O.npy", scores[0])
+    np.save(tmp_path / "O_prime.npy", scores[1])
+    argv = ["evaluate", str(tmp_path / "O.npy"), str(tmp_path / "O_prime.npy"), "--alpha", "2"]
+    flags = ["--claim", str(claim), "--beta", "0.2", "--estimators", "bernoulli"]
+    with pytest.warns(UserWarning, match=r"at most 0\.35, not 0\.2"):
+        assert main([*argv, *flags]) == 0
+    assert "this analysis is recorded in" in capsys.readouterr().out
+    lines = (tmp_path / "analyses.jsonl").read_text().splitlines()
+    assert [json.loads(line)["beta"] for line in lines] == [0.05, 0.05, 0.1, 0.2]
+    assert (tmp_path / "result.json").read_text() == written  # the audit's result is left alone
+    with pytest.raises(ValueError, match="not an audit store"):
+        evaluate(*scores, claim, alpha=2.0, estimators=fast, store=tmp_path / "elsewhere")
