@@ -47,6 +47,7 @@ from rdpest.auditing.runs import (
     _run_group,
     run_seed,
     runs_per_call,
+    worker_options,
 )
 from rdpest.auditing.sequential import round_sizes
 from rdpest.auditing.store import RunStore
@@ -365,7 +366,9 @@ class Auditor:
 
         try:
             if tasks:
-                jobs = Parallel(n_jobs=self.n_jobs, return_as="generator_unordered")(dispatched())
+                jobs = Parallel(
+                    n_jobs=self.n_jobs, return_as="generator_unordered", **worker_options()
+                )(dispatched())
                 for runs, error, text in jobs:
                     if error is not None and errors:  # raised too, while the first one's ran
                         logger.warning("another run failed as well: %r", error)

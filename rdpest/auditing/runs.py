@@ -11,7 +11,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-__all__ = ["WITHOUT_CANARY", "WITH_CANARY", "run_seed", "runs_per_call"]
+__all__ = ["WITHOUT_CANARY", "WITH_CANARY", "run_seed", "runs_per_call", "worker_options"]
 
 WITHOUT_CANARY, WITH_CANARY = 0, 1
 
@@ -27,6 +27,22 @@ def run_seed(random_state: int, arm: int, index: int) -> int:
     return int(
         np.random.SeedSequence([int(random_state), int(arm), int(index)]).generate_state(1)[0]
     )
+
+
+def worker_options() -> dict:
+    """Extra ``Parallel`` arguments for an audit's training runs: under joblib's loky backend
+    (the default), workers that end with the auditing process (Linux's ``PR_SET_PDEATHSIG``,
+    :func:`rdpest.utils.processes.end_with_parent`), so an audit killed with SIGKILL leaves no
+    idle worker behind; nothing under other backends, or where the user's
+    ``parallel_config`` already names a worker initializer."""
+    from joblib.parallel import LokyBackend, get_active_backend
+
+    from rdpest.utils.processes import end_with_parent
+
+    backend, _ = get_active_backend()
+    if type(backend) is not LokyBackend or "initializer" in backend.backend_kwargs:
+        return {}
+    return {"initializer": end_with_parent}
 
 
 def _checked_score(value, arm: int, seed: int) -> float:

@@ -192,3 +192,24 @@ def test_bad_claim_score_fn_and_scores():
         Auditor("not a function", 1.0, estimators=DV_ONLY).run()
     with pytest.raises(ValueError, match="returned nan"):
         Auditor(_nan_score, 1.0, n_runs=10, estimators=DV_ONLY, progress=False).run()
+
+
+def test_loky_workers_of_an_audit_end_with_it_unless_configured_otherwise():
+    """Reviewer's finding: `rdpest audit`'s loky workers were asked to end with the audit's
+    process (Linux's PR_SET_PDEATHSIG, rdpest.utils.processes.end_with_parent), an Auditor run
+    from Python did not ask (its idle workers outlived a SIGKILL). The Auditor's Parallel call now
+    passes the same initializer under joblib's default loky backend, and nothing under other
+    backends or where the user's parallel_config names its own initializer."""
+    from joblib import parallel_config
+
+    from rdpest.auditing.runs import worker_options
+    from rdpest.utils.processes import end_with_parent
+
+    def theirs():
+        pass
+
+    assert worker_options() == {"initializer": end_with_parent}
+    with parallel_config(backend="loky", initializer=theirs):
+        assert worker_options() == {}
+    with parallel_config(backend="threading"):
+        assert worker_options() == {}
