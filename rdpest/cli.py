@@ -205,11 +205,11 @@ def _cmd_estimate(args) -> int:
     est = _estimator(args)
     try:
         est.fit(X, Y)
-    except ValueError as exc:  # name the files, not fit's arguments X and Y
-        message = re.sub(r"(?<![\w.])X(?![\w.])", f"{args.samples_p} (P)", str(exc))
-        raise ValueError(
-            re.sub(r"(?<![\w.])Y(?![\w.])", f"{args.samples_q} (Q)", message)
-        ) from None
+    except ValueError as exc:  # name the files, not fit's arguments X and Y (in one pass, and
+        # with a function: a path is not a replacement template, and may hold an "X" itself)
+        files = {"X": f"{args.samples_p} (P)", "Y": f"{args.samples_q} (Q)"}
+        message = re.sub(r"(?<![\w.])[XY](?![\w.])", lambda m: files[m.group()], str(exc))
+        raise ValueError(message) from None
     _print_report(_report(est), args.json)
     return 0
 
@@ -228,6 +228,19 @@ def _cmd_evaluate(args) -> int:
     estimators = _chosen_estimators(args)
     without, with_ = _scores_file(args.without), _scores_file(args.with_canary)
     store = _store_of(args.without, args.with_canary)
+    opened = None
+    if store is not None:
+        from rdpest.auditing.evaluate import _opened_store
+
+        try:
+            opened = _opened_store(store)
+        except ValueError as exc:  # the verdict still comes; only its record is missing
+            print(
+                f"rdpest evaluate: warning: this analysis is not recorded in "
+                f"{store / 'analyses.jsonl'} ({exc})",
+                file=sys.stderr,
+            )
+            store = None
     try:
         result = evaluate(
             without,
@@ -238,11 +251,14 @@ def _cmd_evaluate(args) -> int:
             estimators=estimators,
             random_state=args.seed,
             membership_delta=args.membership_delta,
-            store=store,
+            store=opened,
         )
     except ValueError as exc:  # name the files, not the function's arguments
         message = str(exc).replace("losses_without_canary", args.without)
         raise ValueError(message.replace("losses_with_canary", args.with_canary)) from None
+    finally:
+        if opened is not None:
+            opened.close()
     samples = {"without_canary": args.without, "with_canary": args.with_canary}
     if args.json:
         payload = _compact(result, samples)

@@ -48,13 +48,14 @@ def _positive_int(text: str) -> int:
 
 
 def _seed(text: str) -> int:
-    """argparse type of ``--seed``: an integer >= 0 (a usage error otherwise)."""
+    """argparse type of ``--seed``: an integer in [0, 2**32 - 1], the estimators' seeds (a usage
+    error otherwise)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"must lie in [0, 4294967295], got {value}")
     return value
 
 

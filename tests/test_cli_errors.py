@@ -90,6 +90,16 @@ def test_estimate_reports_a_bad_sample_file_in_one_line(tmp_path, capsys, make, 
     assert "allow_pickle" not in _one_error_line(capsys, "estimate", str(bad), needle)
 
 
+def test_a_file_name_is_written_into_the_message_as_it_is(tmp_path, capsys):
+    """Diff reviewer's finding: the path was used as a re.sub template (a backslash raised
+    re.error) and the second substitution rewrote a standalone "Y" inside the first path."""
+    odd = tmp_path / "Y" / "a\\d.npy"
+    odd.parent.mkdir()
+    np.save(odd, np.ones(2))
+    assert main(["estimate", str(odd), str(_samples(tmp_path))]) == 1
+    _one_error_line(capsys, "estimate", f"{odd} (P) has 2 samples")
+
+
 def test_an_empty_text_file_is_one_error_without_numpys_warning(tmp_path, capsys):
     """Bug: numpy's "loadtxt: input contained no data" warning was printed above the error."""
     empty = tmp_path / "p.txt"
@@ -100,9 +110,11 @@ def test_an_empty_text_file_is_one_error_without_numpys_warning(tmp_path, capsys
     _one_error_line(capsys, "estimate", str(empty), "non-empty array")
 
 
+@pytest.mark.parametrize("seed", ["-1", "4294967296"])
 @pytest.mark.parametrize("command", ["estimate", "evaluate", "audit", "quickstart"])
-def test_a_negative_seed_is_a_usage_error_naming_the_flag(tmp_path, capsys, command):
-    """Bug: status 1, naming the Python parameter random_state (after reading the files)."""
+def test_a_seed_out_of_range_is_a_usage_error_naming_the_flag(tmp_path, capsys, command, seed):
+    """Bug: status 1, naming the Python parameter random_state (after reading the files; above
+    2**32 - 1, scikit-learn's message after fitting)."""
     missing = str(tmp_path / "missing.npy")
     argv = {
         "estimate": [missing, missing],
@@ -111,9 +123,9 @@ def test_a_negative_seed_is_a_usage_error_naming_the_flag(tmp_path, capsys, comm
         "quickstart": [],
     }[command]
     with pytest.raises(SystemExit) as exit_info:
-        main([command, *argv, "--seed", "-1"])
+        main([command, *argv, "--seed", seed])
     assert exit_info.value.code == 2
-    assert "argument --seed: must be >= 0" in capsys.readouterr().err
+    assert f"argument --seed: must lie in [0, 4294967295], got {seed}" in capsys.readouterr().err
     assert not (tmp_path / "audit").exists()
 
 

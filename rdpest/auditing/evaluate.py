@@ -64,13 +64,14 @@ def evaluate(
     membership_delta : float, default=1e-5
         The δ of the membership readouts' certified (ε, δ) bound (``result.membership``), in
         (0, 1), as :class:`~rdpest.auditing.Auditor`'s.
-    store : path, optional
+    store : path or RunStore, optional
         The audit store these scores are the runs of (the directory of an audit's ``O.npy`` and
-        ``O_prime.npy``). The analysis is then recorded in its ``analyses.jsonl`` as an audit's
-        would be, and earlier analyses of the same claim on those runs under other settings are
-        named (``config["earlier_analyses"]``) with a warning: each spent its own β on the same
-        runs. The store's ``result.json`` is left as the audit wrote it. The store is locked
-        meanwhile (refused while an audit uses it).
+        ``O_prime.npy``, or that store already open). The analysis is then recorded in its
+        ``analyses.jsonl`` as an audit's would be, and earlier analyses of the same claim on
+        those runs under other settings are named (``config["earlier_analyses"]``) with a
+        warning: each spent its own β on the same runs. The store's ``result.json`` is left as
+        the audit wrote it. A path is opened (and locked) before anything is fitted: a store in
+        use by an audit, or one that cannot be locked, is a ValueError at once.
 
     Returns
     -------
@@ -102,6 +103,19 @@ def evaluate(
     ValueError: losses_without_canary has 40 scores but losses_with_canary has 30: ...
     """
     without, with_ = checked_scores(losses_without_canary, losses_with_canary)
+    if store is not None and not isinstance(store, RunStore):
+        with _opened_store(store) as opened:
+            return evaluate(
+                without,
+                with_,
+                claimed_epsilon,
+                alpha=alpha,
+                beta=beta,
+                estimators=estimators,
+                random_state=random_state,
+                membership_delta=membership_delta,
+                store=opened,
+            )
     n = len(without)
     try:
         estimators = check_audit_settings(
@@ -139,8 +153,7 @@ def evaluate(
     records = [_round_record(1, result, level)]
     result = auditor._finish(result, records, estimators, level, [n])
     if store is not None:
-        with _opened_store(store) as opened:
-            auditor._record_analysis(opened, result, estimators)
+        auditor._record_analysis(store, result, estimators)
     return result
 
 

@@ -11,9 +11,9 @@ covers what determines the scores, as far as it can be read:
   is a different pipeline;
 - a ``functools.partial``: the identity of its function and the values of its arguments;
 - a class (e.g. a model class used as a factory): its name, and the code, default arguments,
-  properties and constants (numbers, strings, tuples, lists, dicts, arrays; a value of another
-  type by its type only) of it and its bases (library classes such as ``torch.nn.Module`` left
-  out);
+  properties and constants (numbers, strings, tuples, lists, dicts, arrays; a long one by a
+  digest; values of other types left out) of it and its bases (library classes such as
+  ``torch.nn.Module`` left out);
 - a callable instance: its class's identity and the values of its attributes;
 - values: JSON types as they are, numpy arrays by a digest of their bytes, dataclasses, lists and
   dicts element by element, callables by their identity.
@@ -29,6 +29,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
+import threading
 import types
 from numbers import Integral, Real
 
@@ -126,6 +128,19 @@ def _class_identity(cls: type, where: str) -> dict:
             "(the values it closes over) cannot be established for the run store"
         )
     identity: dict = {"class": qualified_name(cls)}
+    active = _IN_PROGRESS.__dict__.setdefault("classes", set())
+    if cls in active:  # already being identified further up: its name stands for it
+        return identity
+    active.add(cls)
+    try:
+        return _class_parts(cls, where, identity)
+    finally:
+        active.discard(cls)
+
+
+def _class_parts(cls: type, where: str, identity: dict) -> dict:
+    """:func:`_class_identity`'s ``identity`` with the code and constants of ``cls``'s own
+    (non-library) classes."""
     parts = []  # in the method resolution order (a list: two classes can share a name)
     for base in cls.__mro__:
         module = getattr(base, "__module__", "") or ""
@@ -149,21 +164,39 @@ def _class_identity(cls: type, where: str) -> dict:
                     ]
                 }
             elif not name.startswith("__"):
-                members[name] = _class_constant(member, f"{where}.{name}")
+                recorded = _class_constant(member, f"{where}.{name}")
+                if recorded is not _SKIPPED:
+                    members[name] = recorded
         parts.append([qualified_name(base), members])
     if parts:
         identity["code"] = parts
     return identity
 
 
+#: A class constant whose record would be longer than this (JSON characters) is recorded by a
+#: digest of that record, so a large table does not bloat the store's config.json.
+_LONGEST_CONSTANT = 1000
+
+
 def _class_constant(value, where: str):
     """A class attribute's value as :func:`_value` records it (tuples, lists, dicts and arrays
-    element by element: an edited ``NOISE = (1.0,)`` is another pipeline); one of a type with no
-    stable identity (a logger, a compiled pattern, an enum member) by its type alone."""
+    element by element: an edited ``NOISE = (1.0,)`` is another pipeline), a long one by a
+    digest; ``_SKIPPED`` for one of a type with no stable identity (a logger, a compiled pattern,
+    ``abc``'s bookkeeping), which identities have always left out."""
     try:
-        return _value(value, where)
+        recorded = _value(value, where)
     except _Unidentifiable:
-        return {"type": qualified_name(type(value))}
+        return _SKIPPED
+    text = json.dumps(recorded, sort_keys=True)
+    if len(text) > _LONGEST_CONSTANT:
+        return {"sha256": hashlib.sha256(text.encode()).hexdigest()[:16]}
+    return recorded
+
+
+_SKIPPED = object()
+# The classes whose identity is being computed in this thread: a class that refers to itself
+# (``Score.DEFAULT = Score()``), or two that refer to each other, are named, not recursed into.
+_IN_PROGRESS = threading.local()
 
 
 def _identity(fn, where: str, what: str = "the callable") -> dict:

@@ -40,7 +40,9 @@ def worker_options() -> dict:
     from rdpest.utils.processes import end_with_parent
 
     backend, _ = get_active_backend()
-    if type(backend) is not LokyBackend or "initializer" in backend.backend_kwargs:
+    # joblib before 1.5 has no backend_kwargs (nor Parallel(**backend_kwargs)): nothing to pass.
+    configured = getattr(backend, "backend_kwargs", None)
+    if type(backend) is not LokyBackend or configured is None or "initializer" in configured:
         return {}
     return {"initializer": end_with_parent}
 

@@ -5,8 +5,8 @@ Layout of a store directory::
     config.json   the audit's fingerprint, created once and exclusively; an audit with another
                   configuration is refused
     runs.jsonl    one JSON record per finished run: {"arm": 0|1, "index": i, "seed": s,
-                  "score": x, "pipeline": p} (p: a digest of config.json), appended with one
-                  write and an fsync as each run finishes
+                  "score": x, "pipeline": p} (p: a digest of config.json as stored),
+                  appended with one write and an fsync as each run finishes
     analyses.jsonl  one JSON record per analysis of the runs (the claim, the level, the
                   schedule and the verdict), appended as each audit finishes
     result.json   the latest analysis's result
@@ -119,10 +119,6 @@ class RunStore:
                 f"lists and dicts): {exc}"
             ) from None
         self.expected_seed = expected_seed
-        # Each record carries this digest of the configuration: runs copied in from another
-        # pipeline's store (whose seeds are the same for the same random_state) are not adopted.
-        canonical = json.dumps(self.config, sort_keys=True, separators=(",", ":"))
-        self.pipeline_digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
         if self.directory.exists() and not self.directory.is_dir():
             raise ValueError(f"the store {self.directory} exists and is not a directory")
         try:
@@ -198,6 +194,11 @@ class RunStore:
                 f"the store's configuration {self.config_path} is damaged or unreadable ({exc}); "
                 "use another store directory"
             ) from None
+        # Each record carries a digest of the STORED configuration (runs copied in from another
+        # pipeline's store, whose seeds are the same for the same random_state, are not adopted).
+        # Not of this audit's: the comparison below accepts 1 for 1.0, whose JSON text differs.
+        canonical = json.dumps(stored, sort_keys=True, separators=(",", ":"))
+        self.pipeline_digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
         if stored != self.config:
             changed = _differences(stored, self.config) if isinstance(stored, dict) else []
             changed = changed or ["(not a JSON object)"]

@@ -213,3 +213,34 @@ def test_loky_workers_of_an_audit_end_with_it_unless_configured_otherwise():
         assert worker_options() == {}
     with parallel_config(backend="threading"):
         assert worker_options() == {}
+
+
+def test_the_auditor_hands_the_worker_options_to_joblib(monkeypatch):
+    """The Auditor's own Parallel call receives worker_options() (a test of worker_options alone
+    would pass with the call not using it)."""
+    from rdpest.auditing import auditor as auditor_module
+    from rdpest.utils.processes import end_with_parent
+
+    seen: dict = {}
+    real = auditor_module.Parallel
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(auditor_module, "Parallel", spy)
+    mech = GaussianMechanismScore(noise_std=1.0)
+    Auditor(mech, 1.0, alpha=2.0, n_runs=20, n_jobs=1, progress=False).collect()
+    assert seen.get("initializer") is end_with_parent
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32])
+def test_a_seed_the_estimators_cannot_take_is_refused_before_training(seed):
+    """Diff reviewer's finding: random_state = 2**32 trained every run, then failed in
+    scikit-learn's check of the estimators' random_state."""
+
+    def no_training(include_canary, seed):
+        raise AssertionError("a run was trained before the settings were checked")
+
+    with pytest.raises(ValueError, match=r"random_state must lie in \[0, 2\*\*32 - 1\]"):
+        Auditor(no_training, 1.0, alpha=2.0, n_runs=20, random_state=seed).run()

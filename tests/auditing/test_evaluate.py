@@ -146,5 +146,18 @@ def test_an_evaluation_of_a_stores_runs_is_on_the_stores_record(tmp_path, capsys
     lines = (tmp_path / "analyses.jsonl").read_text().splitlines()
     assert [json.loads(line)["beta"] for line in lines] == [0.05, 0.05, 0.1, 0.2]
     assert (tmp_path / "result.json").read_text() == written  # the audit's result is left alone
+    # Diff reviewer's finding: with the store held by a running audit, the evaluation fitted
+    # everything and then failed, losing the verdict. Python refuses before fitting; the command
+    # line gives its verdict and says the analysis is not recorded.
+    from rdpest.auditing.evaluate import _opened_store
+
+    with _opened_store(tmp_path):  # as a running audit holds it
+        with pytest.raises(ValueError, match="in use by another audit"):
+            evaluate(*scores, claim, alpha=2.0, estimators=fast, store=tmp_path)
+        assert main([*argv, *flags]) == 0
+    captured = capsys.readouterr()
+    assert "verdict:" in captured.out and "recorded in" not in captured.out
+    assert "warning: this analysis is not recorded in" in captured.err
+    assert len((tmp_path / "analyses.jsonl").read_text().splitlines()) == 4
     with pytest.raises(ValueError, match="not an audit store"):
         evaluate(*scores, claim, alpha=2.0, estimators=fast, store=tmp_path / "elsewhere")

@@ -6,6 +6,7 @@ Each test names the defect it catches; each failed on the store as it was before
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import functools
 import json
@@ -244,6 +245,35 @@ def _leaky_shift(self):
     return 0.25
 
 
+class _SelfReferring(abc.ABC):  # noqa: B024 (an ABC for its _abc_impl)
+    """A class whose constant is an instance of itself, and a long table: the diff reviewer's
+    RecursionError (every audit of it failed, with or without a store) and a 1.5 MB config.json.
+    Deriving from abc.ABC adds ``_abc_impl``, which no identity records."""
+
+    TABLE = list(range(20_000))
+
+    def __call__(self, include_canary, seed):
+        return _mechanism_score(include_canary, seed)
+
+
+_SelfReferring.DEFAULT = _SelfReferring()
+
+
+def test_self_reference_long_constants_and_abc_bookkeeping_in_an_identity():
+    identity = score_fn_identity(_SelfReferring())
+    members = dict(identity["instance"]["code"][0][1])
+    assert "_abc_impl" not in members  # as before tuples and properties were covered
+    assert set(members["TABLE"]) == {"sha256"}  # a digest, not 20,000 numbers
+    assert members["DEFAULT"]["instance"] == {"class": identity["instance"]["class"]}
+    original = _SelfReferring.TABLE
+    try:
+        _SelfReferring.TABLE = [*original[:-1], -1]
+        assert score_fn_identity(_SelfReferring()) != identity  # the digest sees the edit
+    finally:
+        _SelfReferring.TABLE = original
+    assert score_fn_identity(_SelfReferring()) == identity
+
+
 def test_config_adds_to_the_score_function_identity(tmp_path):
     """Bug: ``Auditor(config=...)`` replaced the score function's identity in the store's
     fingerprint, and the guides advise passing it for the globals a function reads; a changed
@@ -308,6 +338,13 @@ def test_raising_n_runs_gives_the_runs_of_an_audit_that_had_them_from_the_start(
     expected = [_mechanism_score(True, run_seed(0, 1, i)) + 0.04 for i in range(24)]
     np.testing.assert_allclose(fresh24.losses_with_canary, expected, rtol=0, atol=1e-12)
     np.testing.assert_allclose(grown.losses_with_canary, expected[:22], rtol=0, atol=1e-12)
+    # Diff reviewer's finding: a score function's own groups of 64 made a 20-run audit train 64
+    # runs per arm. The last group is trained whole only where that costs at most a quarter
+    # more runs (B <= n_runs / 4).
+    wide = _GroupScores()
+    wide.runs_per_call = 64
+    _audit(wide, store=tmp_path / "wide", n_runs=20).run()
+    assert len((tmp_path / "wide" / "runs.jsonl").read_text().splitlines()) == 40
 
 
 # ------------------------------------------------------------------------------------------------
@@ -578,6 +615,35 @@ def test_records_from_another_pipelines_store_are_dropped_and_redone(tmp_path, c
     assert "written by another pipeline" in caplog.text
     _same(resumed, _audit(honest).run())
     assert _audit(buggy).run().verdict == "violation"  # what the copied runs would have said
+    # Records written before they carried the digest are adopted as they are: none is redone.
+    runs = tmp_path / "honest" / "runs.jsonl"
+    legacy = [json.loads(line) for line in runs.read_text().splitlines()]
+    assert all("pipeline" in record for record in legacy)
+    runs.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "pipeline"}) + "\n" for r in legacy)
+    )
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="rdpest.auditing.store"):
+        _same(_audit(honest, store=tmp_path / "honest").run(), resumed)
+    assert "dropping" not in caplog.text
+    assert len(runs.read_text().splitlines()) == len(legacy)
+
+
+def _shifted(include_canary, seed, shift=1.0):
+    return _mechanism_score(include_canary, seed) + shift
+
+
+def test_a_number_written_as_1_or_1_0_keeps_the_stores_runs(tmp_path, caplog):
+    """Reviewer's finding: the store accepted shift=1.0 as the pipeline it recorded with
+    shift=1 (Python's 1 == 1.0), but the records' digest was of the new audit's JSON text, where
+    "1" and "1.0" differ: every run was dropped as another pipeline's, and trained again."""
+    first = _audit(functools.partial(_shifted, shift=1), store=tmp_path).run()
+    lines = (tmp_path / "runs.jsonl").read_text()
+    with caplog.at_level(logging.WARNING, logger="rdpest.auditing.store"):
+        again = _audit(functools.partial(_shifted, shift=1.0), store=tmp_path).run()
+    assert "dropping" not in caplog.text
+    assert (tmp_path / "runs.jsonl").read_text() == lines
+    _same(again, first)
 
 
 def test_conflicting_duplicates_are_dropped_with_a_warning(tmp_path, caplog):

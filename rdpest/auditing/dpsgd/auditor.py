@@ -318,21 +318,24 @@ class DPSGDAuditor:
             initial = make_model(self.model, n_features, n_classes, input_shape)
         check_model(initial, torch.from_numpy(np.asarray(X_audit[:2], np.float32)), n_classes)
         model_identity = self._model_identity(initial)  # an unidentifiable factory fails here
+        layout = {
+            "n_rows": len(y_audit) + 1,
+            "example_shape": X.shape[1:],
+            "sample_rate": config.sample_rate,
+            "device": device,
+        }
         stack_runs = self._stored_stack_size()
-        if stack_runs is not None and stack_runs > 1 and config.sample_rate < 1.0:
-            # The store trained full batches: a Poisson sample rate is another pipeline, which
-            # the store refuses below naming pipeline.sample_rate (not "stack_runs=4 is not
-            # possible", a parameter the user never set).
-            stack_runs = None
+        if stack_runs is not None:
+            try:
+                resolve_stack_runs(stack_runs, initial, **layout)
+            except ValueError:
+                # The store's stacks cannot train this configuration (another sample rate or
+                # model): another pipeline, which the store refuses below naming what differs,
+                # not "stack_runs=4 is not possible", a parameter the user never set.
+                stack_runs = None
         if stack_runs is None:
             stack_runs = resolve_stack_runs(  # an impossible stack_runs fails before pretraining
-                self.stack_runs,
-                initial,
-                n_rows=len(y_audit) + 1,
-                example_shape=X.shape[1:],
-                sample_rate=config.sample_rate,
-                device=device,
-                max_stack=max(1, int(self.n_runs) // 4),
+                self.stack_runs, initial, **layout, max_stack=max(1, int(self.n_runs) // 4)
             )
         if self.pretrain:
             state = pretrain(
