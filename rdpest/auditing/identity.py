@@ -185,7 +185,7 @@ def _class_constant(value, where: str):
     ``abc``'s bookkeeping), which identities have always left out."""
     try:
         recorded = _value(value, where)
-    except _Unidentifiable:
+    except Exception:  # unidentifiable, or an object whose describe() needs arguments: left out
         return _SKIPPED
     text = json.dumps(recorded, sort_keys=True)
     if len(text) > _LONGEST_CONSTANT:

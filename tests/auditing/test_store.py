@@ -256,6 +256,20 @@ class _SelfReferring(abc.ABC):  # noqa: B024 (an ABC for its _abc_impl)
         return _mechanism_score(include_canary, seed)
 
 
+class _DescribeNeedsArguments:
+    """A callable whose describe() takes an argument: a class constant of this kind is left
+    out, as before constants other than scalars were covered (not a TypeError)."""
+
+    def describe(self, what):
+        return {"what": what}
+
+    def __call__(self):
+        return 0.0
+
+
+_SelfReferring.HELPER = _DescribeNeedsArguments()
+
+
 _SelfReferring.DEFAULT = _SelfReferring()
 
 
@@ -263,6 +277,7 @@ def test_self_reference_long_constants_and_abc_bookkeeping_in_an_identity():
     identity = score_fn_identity(_SelfReferring())
     members = dict(identity["instance"]["code"][0][1])
     assert "_abc_impl" not in members  # as before tuples and properties were covered
+    assert "HELPER" not in members
     assert set(members["TABLE"]) == {"sha256"}  # a digest, not 20,000 numbers
     assert members["DEFAULT"]["instance"] == {"class": identity["instance"]["class"]}
     original = _SelfReferring.TABLE
