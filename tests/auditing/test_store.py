@@ -203,7 +203,7 @@ class _TupleAndProperty:
     """A callable instance reading a tuple class constant and a property."""
 
     NOISE = (1.0,)
-    LOG = logging.getLogger("rdpest.test")  # no stable identity: recorded by its type
+    LOG = logging.getLogger("rdpest.test")  # no stable identity: left out of the identity
 
     @property
     def shift(self):
@@ -231,7 +231,8 @@ def test_an_edited_tuple_constant_or_property_is_another_pipeline(tmp_path):
         with pytest.raises(ValueError, match="different audit configuration"):
             _audit(_TupleAndProperty(), store=tmp_path).run()
         _TupleAndProperty.shift = original
-        _TupleAndProperty.LOG = "a string now"  # a constant's type is still recorded
+        assert score_fn_identity(_TupleAndProperty()) == before  # (the logger left out)
+        _TupleAndProperty.LOG = "a string now"  # a readable constant in its place is recorded
         assert score_fn_identity(_TupleAndProperty()) != before
     finally:
         _TupleAndProperty.NOISE = (1.0,)
