@@ -240,7 +240,6 @@ def _cmd_evaluate(args) -> int:
                 f"{store / 'analyses.jsonl'} ({exc})",
                 file=sys.stderr,
             )
-            store = None
     try:
         result = evaluate(
             without,
@@ -262,8 +261,8 @@ def _cmd_evaluate(args) -> int:
     samples = {"without_canary": args.without, "with_canary": args.with_canary}
     if args.json:
         payload = _compact(result, samples)
-        if store is not None:
-            payload["analyses_record"] = str(store / "analyses.jsonl")
+        if opened is not None:
+            payload["analyses_record"] = str(opened.analyses_path)
         print(json.dumps(payload, indent=2))
     else:
         print(result.summary())
@@ -271,8 +270,8 @@ def _cmd_evaluate(args) -> int:
             f"runs used: {result.n_runs} per side, O from {args.without}, O' from "
             f"{args.with_canary}"
         )
-        if store is not None:
-            print(f"this analysis is recorded in {store / 'analyses.jsonl'}")
+        if opened is not None:
+            print(f"this analysis is recorded in {opened.analyses_path}")
     return 0
 
 

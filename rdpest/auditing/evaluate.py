@@ -9,6 +9,7 @@ cannot drift apart. Only the record of the pipeline differs: no score function w
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -103,19 +104,6 @@ def evaluate(
     ValueError: losses_without_canary has 40 scores but losses_with_canary has 30: ...
     """
     without, with_ = checked_scores(losses_without_canary, losses_with_canary)
-    if store is not None and not isinstance(store, RunStore):
-        with _opened_store(store) as opened:
-            return evaluate(
-                without,
-                with_,
-                claimed_epsilon,
-                alpha=alpha,
-                beta=beta,
-                estimators=estimators,
-                random_state=random_state,
-                membership_delta=membership_delta,
-                store=opened,
-            )
     n = len(without)
     try:
         estimators = check_audit_settings(
@@ -149,11 +137,13 @@ def evaluate(
     auditor._config_is_identity = True  # given scores: no training function to identify
     # What Auditor.run does for one round of n runs per side, without the training.
     level = float(beta)
-    result = auditor._evaluate(without, with_, estimators, level)
-    records = [_round_record(1, result, level)]
-    result = auditor._finish(result, records, estimators, level, [n])
-    if store is not None:
-        auditor._record_analysis(store, result, estimators)
+    given = store is None or isinstance(store, RunStore)  # a path is opened before the fit
+    with contextlib.nullcontext(store) if given else _opened_store(store) as record:
+        result = auditor._evaluate(without, with_, estimators, level)
+        records = [_round_record(1, result, level)]
+        result = auditor._finish(result, records, estimators, level, [n])
+        if record is not None:
+            auditor._record_analysis(record, result, estimators)
     return result
 
 
