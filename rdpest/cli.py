@@ -214,19 +214,12 @@ def _cmd_estimate(args) -> int:
     return 0
 
 
-def _scores_file(path: str) -> np.ndarray:
-    """One side's audit scores from a file (a single column is taken as one score per run);
-    :func:`rdpest.auditing.evaluate` checks them, and its errors are reworded with the files."""
-    data = load_samples(path)
-    return data[:, 0] if data.ndim == 2 and data.shape[1] == 1 else data
-
-
 def _cmd_evaluate(args) -> int:
     from rdpest.auditing import evaluate
 
     _check_order_and_level(args)
     estimators = _chosen_estimators(args)
-    without, with_ = _scores_file(args.without), _scores_file(args.with_canary)
+    without, with_ = load_samples(args.without), load_samples(args.with_canary)
     store = _store_of(args.without, args.with_canary)
     opened = None
     if store is not None:

@@ -169,7 +169,11 @@ def test_evaluate_errors_name_the_file(tmp_path, capsys):
     cases = [
         (good, short, f"{good} has 20 scores but {short} has 12"),
         (good, bad, f"{bad} holds 1 non-finite value(s) (NaN or inf), the first in row 19"),
-        (wide, good, f"{wide} must be a 1-D array of scores, got shape (20, 2)"),
+        (
+            wide,
+            good,
+            f"{wide} must be a 1-D array of scores (or a single column), got shape (20, 2)",
+        ),
         (tmp_path / "missing.npy", good, "no such file"),
     ]
     for without, with_, needle in cases:

@@ -49,6 +49,7 @@ from rdpest.auditing.runs import (
     runs_per_call,
     worker_options,
 )
+from rdpest.auditing.scores import checked_scores
 from rdpest.auditing.sequential import round_sizes
 from rdpest.auditing.store import RunStore
 from rdpest.estimators.base import RenyiEstimatorBase
@@ -527,7 +528,8 @@ class Auditor:
     def evaluate(self, without, with_, estimators: dict | None = None) -> AuditResult:
         """Fit the estimators to given samples (O, O′) and give the verdict (writes no file).
 
-        The samples must be 1-D, finite, real and equally long (ValueError otherwise)."""
+        The samples must be 1-D (or single columns), finite, real and equally long (ValueError
+        otherwise)."""
         without, with_ = checked_scores(without, with_, ("without", "with_"))
         estimators = estimators if estimators is not None else self._validate()
         return self._evaluate(without, with_, estimators, float(self.beta))
@@ -598,45 +600,6 @@ def _round_record(number: int, result: AuditResult, level: float) -> dict:
         "verdict": result.verdict,
         "detectable_epsilon": result.power.get("detectable_epsilon"),
     }
-
-
-def _scores(values, name: str) -> np.ndarray:
-    """``values`` as a 1-D float array of finite numbers, or a ValueError naming ``name``."""
-    if isinstance(values, str | bytes | dict) or values is None:
-        raise ValueError(f"{name} must be a 1-D array of scores, got {type(values).__name__}")
-    try:
-        array = np.asarray(values)
-    except ValueError as exc:  # a ragged nested list
-        raise ValueError(f"{name} must be a 1-D array of scores (ragged input: {exc})") from None
-    if array.dtype == object or array.dtype.kind not in "biuf" or array.dtype.kind == "b":
-        raise ValueError(f"{name} must hold real numbers, got an array of dtype {array.dtype}")
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of scores, got shape {array.shape}")
-    if array.size == 0:
-        raise ValueError(f"{name} is empty")
-    array = array.astype(np.float64)
-    bad = ~np.isfinite(array)
-    if bad.any():
-        first = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"{name} holds {int(bad.sum())} non-finite score(s) (NaN or inf), the first at index "
-            f"{first}: {array[first]}"
-        )
-    return array
-
-
-def checked_scores(without, with_, names=("losses_without_canary", "losses_with_canary")):
-    """O and O′ as 1-D float arrays of finite numbers of equal length, or a ValueError naming
-    the side at fault (given scores, for :func:`rdpest.auditing.evaluate` and
-    :meth:`Auditor.evaluate`)."""
-    without, with_ = _scores(without, names[0]), _scores(with_, names[1])
-    if len(without) != len(with_):
-        raise ValueError(
-            f"{names[0]} has {len(without)} scores but {names[1]} has {len(with_)}: an audit has "
-            "as many runs with the canary as without (its power and record are per side); pass "
-            "equally long samples"
-        )
-    return without, with_
 
 
 def _identity_or_name(score_fn) -> dict:

@@ -13,9 +13,10 @@ import contextlib
 import json
 from pathlib import Path
 
-from rdpest.auditing.auditor import Auditor, _round_record, check_audit_settings, checked_scores
+from rdpest.auditing.auditor import Auditor, _round_record, check_audit_settings
 from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
+from rdpest.auditing.scores import checked_scores
 from rdpest.auditing.store import RunStore
 
 __all__ = ["evaluate"]
@@ -45,9 +46,9 @@ def evaluate(
 
     Parameters
     ----------
-    losses_without_canary : array-like of shape (n_runs,)
+    losses_without_canary : array-like of shape (n_runs,) or (n_runs, 1)
         O: the canary's score after each run trained without it.
-    losses_with_canary : array-like of shape (n_runs,)
+    losses_with_canary : array-like of shape (n_runs,) or (n_runs, 1)
         O′: the canary's score after each run trained with it. Both sides must have the same
         number of scores, as an audit's do (its power report and its record speak of ``n_runs``
         per side); unequal sides are refused rather than silently truncated.

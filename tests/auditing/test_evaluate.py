@@ -74,7 +74,12 @@ GOOD = np.linspace(0.0, 1.0, 50)
         (np.r_[GOOD[:-1], np.nan], GOOD, {}, "losses_without_canary holds 1 non-finite"),
         (GOOD, np.r_[np.inf, GOOD[1:]], {}, "losses_with_canary holds 1 non-finite"),
         ([], GOOD, {}, "losses_without_canary is empty"),
-        (GOOD.reshape(5, 10), GOOD, {}, "1-D array of scores, got shape (5, 10)"),
+        (
+            GOOD.reshape(5, 10),
+            GOOD,
+            {},
+            "1-D array of scores (or a single column), got shape (5, 10)",
+        ),
         ([[1.0, 2.0], [3.0]], GOOD, {}, "ragged"),
         (GOOD, ["a"] * 50, {}, "must hold real numbers"),
         (GOOD, None, {}, "losses_with_canary must be a 1-D array"),
@@ -94,6 +99,17 @@ def test_clear_errors(without, with_, kwargs, message):
     with pytest.raises(ValueError) as info:
         evaluate(without, with_, claim, **options)
     assert message in str(info.value)
+
+
+def test_a_column_of_scores_is_read_as_one_score_per_run():
+    """Bug: `rdpest evaluate` read a one-column file as one score per run, while
+    rdpest.auditing.evaluate refused the same (n, 1) array (a torch or pandas column)."""
+    rng = np.random.default_rng(5)
+    without, with_ = rng.normal(0, 1, 60), rng.normal(1.5, 1, 60)
+    flat = evaluate(without, with_, 0.1, alpha=2.0, estimators=_estimators())
+    column = evaluate(without[:, None], with_[:, None], 0.1, alpha=2.0, estimators=_estimators())
+    assert column.verdict == flat.verdict and column.n_runs == 60
+    assert column.estimates == flat.estimates
 
 
 @pytest.mark.parametrize(
