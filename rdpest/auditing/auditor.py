@@ -223,6 +223,9 @@ class Auditor:
         joblib workers (-1: all cores). Results do not depend on it.
     store : path or None
         Directory where finished runs are persisted; a re-run with the same configuration resumes.
+        A score function that trains groups of B runs has its last group trained whole where
+        B <= n_runs / 4, so the store may hold up to B - 1 runs per arm beyond ``n_runs`` (or
+        ``max_runs``); they stay unused until an audit with more runs takes them.
     random_state : int, default=0
     config : dict, optional
         What else identifies the pipeline in the store (settings the score function reads from
