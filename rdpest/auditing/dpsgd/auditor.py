@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from rdpest.auditing.auditor import AUDIT_SETTINGS, Auditor, check_audit_settings
-from rdpest.auditing.dpsgd.canaries import make_canary
+from rdpest.auditing.dpsgd.canaries import _check_label, make_canary
 from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, split_pretrain
 from rdpest.auditing.dpsgd.models import check_model, factory_identity, make_model
@@ -84,9 +84,9 @@ class DPSGDAuditor:
         default arguments and parameter shapes, so an edited factory is refused, not mixed.
     canary : {"blank", "clipbkd"} or tuple (x, y), default="blank"
     canary_label : int, optional
-        Label of the canary (default: the class the initial model finds least likely for the
-        canary's input, which maximises the canary's gradient norm; see
-        :mod:`rdpest.auditing.dpsgd.canaries`).
+        Label of the canary, one of the data's classes 0..max(y) (default: the class the
+        initial model finds least likely for the canary's input, which maximises the canary's
+        gradient norm; see :mod:`rdpest.auditing.dpsgd.canaries`).
     data : tuple (X, y) or str, optional
         Data to audit on: arrays, or files the user already has named by a ``"KIND:PATH"``
         string read with :func:`~rdpest.auditing.dpsgd.data.load_data` (``"mnist:DIR"``,
@@ -310,7 +310,12 @@ class DPSGDAuditor:
         )
         if not isinstance(self.canary, str):
             make_canary(self.canary, X_audit, y_audit)  # a user canary's shape, before training
-        n_classes = int(max(y.max(), self.canary_label or 0)) + 1
+        n_classes = int(y.max()) + 1
+        if self.canary_label is not None:  # before pretraining, naming the parameter
+            try:
+                _check_label(self.canary_label, n_classes)
+            except ValueError as exc:
+                raise ValueError(f"canary_label: {exc} (the data's classes)") from None
         input_shape = X.shape[1:] if X.ndim > 2 else None
         n_features = int(np.prod(X.shape[1:]))
         with torch.random.fork_rng(devices=[]):

@@ -95,8 +95,9 @@ def _image_shape(n_features: int, input_shape) -> tuple[int, int, int]:
         side = math.isqrt(n_features)
         if side * side != n_features:
             raise ValueError(
-                f"the 'cnn' model needs input_shape=(channels, height, width) when n_features "
-                f"({n_features}) is not a perfect square"
+                f"the 'cnn' model needs images: {n_features} features per row are not a square "
+                "image; pass X of shape (n, channels, height, width) (or input_shape= to "
+                "make_model)"
             )
         return (1, side, side)
     try:
@@ -370,6 +371,9 @@ def check_model(model: nn.Module, batch: torch.Tensor, n_classes: int) -> None:
                 "(inplace=True), which Opacus's per-example gradients cannot follow; build it "
                 "with inplace=False (the same function)"
             )
+    trainable = [name for name, param in model.named_parameters() if param.requires_grad]
+    if not trainable:
+        raise ValueError("the model has no trainable parameters (none with requires_grad=True)")
     errors = ModuleValidator.validate(model, strict=False)
     if errors:
         reasons = "; ".join(str(e) for e in errors)
@@ -395,4 +399,34 @@ def check_model(model: nn.Module, batch: torch.Tensor, n_classes: int) -> None:
             f"the model must map a batch of {expected[0]} rows to logits of shape {expected} "
             f"(float32, one per class: {expected[1]} classes), got "
             f"{tuple(out.shape)}{'' if out.dtype == torch.float32 else f' of {out.dtype}'}"
+        )
+    _check_gradients(model, batch)
+
+
+def _check_gradients(model: nn.Module, batch: torch.Tensor) -> None:
+    """A ValueError naming the trainable parameters that get no gradient from the logits (a
+    layer left out of ``forward``), which Opacus reports only in the first private step and
+    without a name. The gradients are cleared again."""
+    was_training = model.training
+    model.train()
+    try:
+        with torch.enable_grad():
+            model(batch).sum().backward()
+    except Exception as exc:  # a user model's backward pass can fail in any way
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ValueError(
+            f"the model's gradients cannot be computed on a batch of the audit's data: "
+            f"{type(exc).__name__}: {message}"
+        ) from None
+    else:
+        unused = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
+    finally:
+        for param in model.parameters():
+            param.grad = None
+        model.train(was_training)
+    if unused:
+        raise ValueError(
+            f"the model's parameter(s) {', '.join(map(repr, unused))} get no gradient from its "
+            "output (not used in forward?); DP-SGD needs every trainable parameter used, or "
+            "frozen with requires_grad=False"
         )

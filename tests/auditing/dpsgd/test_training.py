@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -90,6 +91,30 @@ def test_load_arrays_rejects_bad_input(X, y, match):
         load_arrays(X, y)
 
 
+def test_labels_far_beyond_the_class_count_are_refused():
+    """Reviewer's finding: a label of 100000 among four classes built a classifier with 100001
+    outputs (1e9: a 32 GB layer), and float labels of 1e20 were "minimum -9223372036854775808"."""
+    X = np.zeros((4, 2))
+    with pytest.raises(ValueError, match=r"labels go up to 100000 but only 4 distinct.*0\.\.3"):
+        load_arrays(X, [0, 1, 2, 100000])
+    with pytest.raises(ValueError, match="labels go up to 1e\\+20"):
+        load_arrays(X, [0.0, 1.0, 2.0, 1e20])
+    with pytest.raises(ValueError, match="labels go up to 9223372036854775808"):
+        load_arrays(X, np.array([0, 1, 2, 2**63], dtype=np.uint64))
+    assert load_arrays(X, [3, 8, 3, 8])[1].tolist() == [3, 8, 3, 8]  # a subset of the digits
+    assert load_arrays(np.zeros((40, 2)), np.arange(40) % 20 * 2)[1].max() == 38  # 20 classes
+
+
+def test_raw_uint8_pixels_give_a_warning_and_are_used_as_given():
+    with pytest.warns(UserWarning, match="uint8 with values up to 255.*divide by 255"):
+        X, _ = load_arrays(np.full((2, 2, 2), 255, dtype=np.uint8), [0, 1])
+    assert X.max() == 255.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_arrays(np.full((2, 2), 255.0), [0, 1])  # floats are features, not pixels
+        load_arrays(np.ones((2, 2), dtype=np.uint8), [0, 1])  # binary images
+
+
 def test_load_npz(tmp_path):
     path = tmp_path / "data.npz"
     np.savez(path, X=np.ones((6, 2)), y=np.array([0, 1, 2, 0, 1, 2]))
@@ -101,6 +126,16 @@ def test_load_npz(tmp_path):
         load_npz(bad)
     with pytest.raises(ValueError, match="does not exist"):
         load_npz(tmp_path / "missing.npz")
+    (tmp_path / "text.npz").write_text("features,label\n1,0\n")
+    with pytest.raises(ValueError, match=r"neither an \.npz archive nor an \.npy array") as info:
+        load_npz(tmp_path / "text.npz")
+    assert "allow_pickle" not in str(info.value)  # numpy's advice to unpickle is not passed on
+
+
+def test_load_npz_expands_the_home_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    np.savez(tmp_path / "data.npz", X=np.ones((4, 2)), y=np.array([0, 1, 0, 1]))
+    assert load_npz("~/data.npz")[0].shape == (4, 2)
 
 
 def test_damaged_npz_files_are_named_value_errors(tmp_path):
@@ -170,7 +205,7 @@ def test_models_are_opacus_compatible():
         (("rnn", 64, 10), "unknown model.*'mlp'"),
         (("lr", 0, 10), "n_features"),
         (("lr", 64, 1), "n_classes"),
-        (("cnn", 60, 10), "perfect square"),
+        (("cnn", 60, 10), "60 features per row are not a square image; pass X of shape"),
         ((lambda d, k: "not a module", 64, 10), "nn.Module"),
     ],
 )

@@ -139,6 +139,16 @@ def test_a_lambda_factory_is_refused_with_a_store_and_runs_without(tmp_path, mon
     assert "lambda" in fingerprint["model"]["factory"]
 
 
+class _Unused(nn.Module):
+    def __init__(self, n_features, n_classes):
+        super().__init__()
+        self.linear = nn.Linear(n_features, n_classes)
+        self.unused = nn.Linear(n_features, n_classes)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
 class _Tuple(nn.Module):
     def __init__(self, n_features, n_classes):
         super().__init__()
@@ -171,6 +181,11 @@ class _Tuple(nn.Module):
             lambda f, c: nn.Sequential(nn.Linear(f, 8), nn.BatchNorm1d(8), nn.Linear(8, c)),
             "Opacus cannot train this model with DP-SGD: .*BatchNorm",
         ),
+        # Reviewer's findings: these failed only once training ran, in torch's or Opacus's words
+        # (Opacus's "Per sample gradient is not initialized" named no parameter).
+        (lambda f, c: nn.Linear(f, c).requires_grad_(False), "no trainable parameters"),
+        (lambda f, c: nn.Flatten(), "no trainable parameters"),
+        (_Unused, r"parameter\(s\) 'unused.weight', 'unused.bias' get no gradient"),
     ],
 )
 def test_a_factory_that_cannot_be_trained_is_refused_before_any_training(
@@ -204,3 +219,25 @@ def test_channels_last_images_are_refused_by_the_built_in_cnn(monkeypatch):
     monkeypatch.setattr(dpsgd_module, "pretrain", None)
     with pytest.raises(ValueError, match="channels-last"):
         DPSGDAuditor(model="cnn", data=(X, y), **FAST).build()
+
+
+@pytest.mark.parametrize("label", [10, -1])
+def test_a_canary_label_outside_the_classes_is_refused_before_pretraining(label, monkeypatch):
+    """Reviewer's finding: canary_label=10 on the digits first widened the model to 11 classes,
+    pretrained it, and was refused only then, as "label must be a class in [0, 10)"."""
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started before canary_label was checked")
+
+    monkeypatch.setattr(dpsgd_module, "pretrain", no_training)
+    options = {**FAST, "pretrain": True, "canary_label": label}
+    with pytest.raises(ValueError, match=r"canary_label: label must be a class in \[0, 10\)"):
+        DPSGDAuditor(**options).build()
+
+
+def test_the_gradient_check_leaves_the_model_as_it_was():
+    model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 3))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    check_model(model, torch.ones(2, 4), 3)
+    assert model.training and all(p.grad is None for p in model.parameters())
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
