@@ -146,7 +146,10 @@ def make_canary(
         except (TypeError, ValueError):
             raise ValueError("the user canary's input must be a numeric array") from None
         if x.shape != row_shape:
-            if x.size == int(np.prod(row_shape)) and (x.ndim == 1 or len(row_shape) == 1):
+            # a flat row, or the same image without its unit axes ((28, 28) for (1, 28, 28))
+            flat = x.ndim == 1 or len(row_shape) == 1
+            unit_axes = [d for d in x.shape if d != 1] == [d for d in row_shape if d != 1]
+            if x.size == int(np.prod(row_shape)) and (flat or unit_axes):
                 x = x.reshape(row_shape)
             else:
                 raise ValueError(

@@ -118,7 +118,8 @@ def load_arrays(X, y) -> tuple[np.ndarray, np.ndarray]:
     if X_arr.shape[0] == 0 or X_arr[0].size == 0:
         raise ValueError(f"X must be non-empty, got shape {X_arr.shape}")
     raw_pixels = X_arr.dtype == np.uint8
-    X_arr = X_arr.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # values beyond float32 are refused below
+        X_arr = X_arr.astype(np.float32)
     if not np.all(np.isfinite(X_arr)):
         raise ValueError("X must be finite (found NaN or infinity, or values beyond float32)")
     if y_arr.ndim != 1:
@@ -262,7 +263,9 @@ def parse_data_spec(spec: str) -> tuple[str, str | None]:
     if kind not in DATA_KINDS:
         if not colon:
             raise ValueError(f"data {spec!r} is not of the form KIND:PATH; {usage}")
-        raise ValueError(f"unknown data kind {kind!r} in {spec!r}; {usage}")
+        drive = len(kind) == 1 and kind.isalpha()  # C:\data\x.npz: a drive, no kind
+        hint = f" (a drive letter? name the kind first, e.g. npz:{spec.strip()})" if drive else ""
+        raise ValueError(f"unknown data kind {kind!r} in {spec!r}{hint}; {usage}")
     if kind == "digits":
         if path.strip():
             raise ValueError(f"digits ships with scikit-learn and takes no path, got {spec!r}")

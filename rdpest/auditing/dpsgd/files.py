@@ -105,9 +105,10 @@ def _parse_idx(data: bytes, path: Path, ndim: int) -> np.ndarray:
     """
     name = str(path)
     if len(data) < 4 or data[0] != 0 or data[1] != 0:
+        gzipped = " (gzipped data: name the file .gz)" if data[:2] == b"\x1f\x8b" else ""
         raise ValueError(
             f"{name!r} is not an IDX file: its magic number must start with two zero bytes, "
-            f"got {data[:4].hex() or 'an empty file'}"
+            f"got {data[:4].hex() or 'an empty file'}{gzipped}"
         )
     if data[2] != _IDX_UNSIGNED_BYTE:
         raise ValueError(

@@ -204,6 +204,14 @@ def test_a_corrupt_gzip_stream_is_a_value_error_naming_the_file(tmp_path):
         load_cifar10(folder)
 
 
+def test_gzipped_data_without_the_gz_suffix_is_named_as_such(tmp_path):
+    write_mnist(tmp_path, "train", n=2, seed=8)
+    images = tmp_path / "train-images-idx3-ubyte"
+    images.write_bytes(gzip.compress(images.read_bytes()))
+    with pytest.raises(ValueError, match=r"got 1f8b.*\(gzipped data: name the file \.gz\)"):
+        load_mnist(tmp_path)
+
+
 def test_a_gzipped_idx_file_is_read_no_further_than_its_header_announces(tmp_path):
     """A 50 MB stream of zeros behind a header of 10 images (a few kB gzipped) is refused after
     reading one byte past the announced size (the message says "more"), not inflated whole
@@ -383,6 +391,7 @@ def test_parse_data_spec():
         ("mnist", "mnist data needs a path: mnist:DIR"),
         ("npz:  ", "npz data needs a path: npz:FILE"),
         ("digits:/x", "takes no path"),
+        ("C:\\data\\x.npz", "drive letter? name the kind first, e.g. npz:C:\\data\\x.npz"),
         (("X", "y"), "must be a 'KIND:PATH' string"),
     ],
 )

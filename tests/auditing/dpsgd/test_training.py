@@ -115,6 +115,24 @@ def test_raw_uint8_pixels_give_a_warning_and_are_used_as_given():
         load_arrays(np.ones((2, 2), dtype=np.uint8), [0, 1])  # binary images
 
 
+def test_values_beyond_float32_are_refused_without_numpy_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "overflow encountered in cast" came first
+        with pytest.raises(ValueError, match="must be finite"):
+            load_arrays(np.full((2, 2), 1e300), [0, 1])
+
+
+def test_a_user_canary_image_without_its_channel_axis_is_accepted():
+    """Reviewer's finding: a (28, 28) canary was refused on (n, 1, 28, 28) images while the flat
+    784 values were accepted."""
+    X, y = np.zeros((4, 1, 3, 3)), np.array([0, 1, 0, 1])
+    image = np.arange(9.0).reshape(3, 3)
+    x, label = make_canary((image, 1), X, y)
+    assert x.shape == (1, 3, 3) and np.array_equal(x[0], image) and label == 1
+    with pytest.raises(ValueError, match=r"has shape \(9, 1\), but one row of X has shape"):
+        make_canary((image.reshape(9, 1), 1), X, y)  # another layout is still refused
+
+
 def test_load_npz(tmp_path):
     path = tmp_path / "data.npz"
     np.savez(path, X=np.ones((6, 2)), y=np.array([0, 1, 2, 0, 1, 2]))
