@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 failure while running, 2 usage errors (argparse's conve
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -544,6 +545,11 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
+def _one_line_warning(command, message, category, filename, lineno, line=None) -> str:
+    kind = "" if category is UserWarning else f" ({category.__name__})"
+    return f"rdpest {command}: warning{kind}: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``rdpest`` console script.
 
@@ -566,6 +572,10 @@ def main(argv: list[str] | None = None) -> int:
         # Printed here once: not again by the root logger's handlers (Opacus installs one when
         # it is imported, which printed every line a second time in its own format).
         logger.propagate = False
+    # Warnings on one line in the command's voice, not Python's "file:line: UserWarning" with
+    # the source line (the format only: filters, and pytest's recording, are untouched).
+    formatwarning = warnings.formatwarning
+    warnings.formatwarning = functools.partial(_one_line_warning, args.command)
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
@@ -583,6 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rdpest {args.command}: error: {message}", file=sys.stderr)
         return 2 if isinstance(exc, _UsageError) else 1
     finally:
+        warnings.formatwarning = formatwarning
         if handler is not None:
             logger.removeHandler(handler)
             logger.setLevel(level)

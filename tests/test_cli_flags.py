@@ -105,7 +105,7 @@ def test_verbose_shows_the_librarys_messages(audit_dir, capsys):
     argv = [*AUDIT, "--max-grad-norm", "0.5", "--learning-rate", "0.5", "--out", str(audit_dir)]
     argv += ["--estimators", "dv,bernoulli"]
     assert main(argv) == 0
-    assert "resuming" not in capsys.readouterr().err  # silent without -v
+    assert "already finished" not in capsys.readouterr().err  # silent without -v
 
     class Collect(logging.Handler):
         def emit(self, record):
@@ -120,12 +120,12 @@ def test_verbose_shows_the_librarys_messages(audit_dir, capsys):
     finally:
         logging.getLogger().removeHandler(root_handler)
     err = capsys.readouterr().err
-    assert err.count("resuming: 20 runs already finished, 0 to go") == 1
-    assert "rdpest: resuming: 20 runs already finished, 0 to go" in err
-    assert not any("resuming" in message for message in reached_root)
+    assert err.count("20 of 20 runs already finished, 0 to go") == 1
+    assert "rdpest: 20 of 20 runs already finished, 0 to go" in err
+    assert not any("already finished" in message for message in reached_root)
     assert logging.getLogger("rdpest").propagate  # restored after the command
     assert main([*argv, "--verbose"]) == 0  # also after the command
-    assert "resuming" in capsys.readouterr().err
+    assert "already finished" in capsys.readouterr().err
 
 
 def test_audit_json_is_compact(audit_dir, capsys):
@@ -318,7 +318,10 @@ def test_a_refused_audit_leaves_no_empty_folder(tmp_path, capsys):
         (["--sample-rate", "0"], "--sample-rate must lie in (0, 1]"),
         (["--learning-rate", "-1"], "--learning-rate must be > 0"),
         (["--noise-multiplier", "0"], "--noise-multiplier must be > 0"),
-        (["--runs", "8", "--max-runs", "4"], "--max-runs must be None or an integer >= --runs=8"),
+        (
+            ["--runs", "8", "--max-runs", "4"],
+            "--max-runs, where given, must be an integer >= --runs=8",
+        ),
         (["--membership-delta", "0"], "--membership-delta must lie strictly between 0 and 1"),
     ],
 )

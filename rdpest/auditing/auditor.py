@@ -6,8 +6,8 @@ estimator to (O′, O) with ``direction="max"`` — an (α, ε_α)-RDP claim bou
 returns an :class:`AuditResult`. The verdict is "violation" when a certified lower bound exceeds
 the claimed ε_α (Kim, Varshney & Alabi 2026, Lemma 2.5: a level-β test of the claim); otherwise
 "underpowered" when no certified bound could exceed the claim at these sample sizes (the
-certificates' ceiling, :mod:`rdpest.auditing.power`), else "not_refuted", reported with the
-ε_α the audit would have detected.
+certificates' ceiling, :mod:`rdpest.auditing.power`) or the scores are perfectly separated yet
+no bound exceeds it, else "not_refuted", reported with the ε_α the audit would have detected.
 
 Validity of the verdict: the certified estimators share the level β (each gets β/k), so the
 probability of accusing an honest pipeline is at most β by a union bound.
@@ -143,7 +143,7 @@ def check_audit_settings(
     if max_runs is not None:
         if isinstance(max_runs, bool) or not isinstance(max_runs, Integral) or max_runs < n_runs:
             raise ValueError(
-                f"max_runs must be None or an integer >= n_runs={n_runs}, got {max_runs!r}"
+                f"max_runs, where given, must be an integer >= n_runs={n_runs}, got {max_runs!r}"
             )
     if power_target is not None:
         target = check_real(power_target, "power_target")
@@ -351,8 +351,11 @@ class Auditor:
         tasks = self._tasks(finished, n_runs)
         missing = 2 * n_runs - sum((arm, i) in finished for i in range(n_runs) for arm in (0, 1))
         if missing < 2 * n_runs:
-            logger.info(
-                "resuming: %d runs already finished, %d to go", 2 * n_runs - missing, missing
+            logger.info(  # from the store, or from an earlier round of a sequential audit
+                "%d of %d runs already finished, %d to go",
+                2 * n_runs - missing,
+                2 * n_runs,
+                missing,
             )
         bar = tqdm(
             total=2 * n_runs,
@@ -553,6 +556,8 @@ class Auditor:
             }
         violation = any(e["certified"] and e["lower_bound"] > claimed for e in estimates.values())
         power = audit_power(shares, len(with_), len(without), claimed, float(self.alpha))
+        # Perfectly separated scores: the most its runs can show (rdpest.auditing.power)
+        power["separated"] = bool(with_.min() > without.max() or with_.max() < without.min())
         pipeline = self._pipeline(for_store=False)
         return AuditResult(
             losses_without_canary=np.asarray(without, dtype=float),

@@ -7,6 +7,10 @@ Every audit result carries ``power``:
   perfectly separated scores; a fit that picks its certificate on training data can stay below
   it: :meth:`rdpest.estimators.base.RenyiEstimatorBase.max_certifiable`). A claim at or above it
   cannot be refuted by this audit: the verdict is then "underpowered".
+- ``separated``: whether every score with the canary lies above every score without it, or
+  below (set by the audit from its scores). Such scores are the strongest evidence its runs can
+  give; if no certified bound exceeds the claim even then, the audit cannot tell the claim from
+  a far larger divergence, and the verdict is "underpowered", not "not_refuted".
 - ``detectable_epsilon``: the smallest ε_α that the audit flags with probability at least
   ``target_power`` when the scores follow ``reference_model`` (:mod:`rdpest.stats.power`: Gaussian
   location scores, the shape of DP-SGD's privacy loss), predicted from each certified
@@ -153,10 +157,11 @@ def runs_needed(
 
 def verdict_of(violation: bool, power: dict, claim: float) -> str:
     """ "violation", else "underpowered" when the claim is at or above every certificate's
-    ceiling, else "not_refuted"."""
+    ceiling or the scores are perfectly separated (``power["separated"]``: the strongest
+    evidence the runs can give, and still no bound above the claim), else "not_refuted"."""
     if violation:
         return "violation"
-    if power.get("max_certifiable", math.inf) <= claim:
+    if power.get("max_certifiable", math.inf) <= claim or power.get("separated", False):
         return "underpowered"
     return "not_refuted"
 
@@ -169,6 +174,13 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
     target = power.get("target_power", TARGET_POWER)
     if verdict == "violation":
         return f"violation: a certified lower bound exceeds the claimed {eps} = {claim:.4g}"
+    if verdict == "underpowered" and power.get("separated", False) and ceiling > claim:
+        return (
+            f"underpowered: every score with the canary lies on one side of every score without "
+            f"it (perfect separation, the strongest evidence {n_runs} runs per side can give), "
+            f"yet no certified bound exceeds the claimed {eps} = {claim:.4g}: such scores fit a "
+            "divergence far above the claim as well as one below it; run more"
+        )
     if verdict == "underpowered":
         return (
             f"underpowered: with {n_runs} runs per side no certified bound can exceed "

@@ -22,6 +22,7 @@ draws fresh randomness at every fit, so its resumed estimates differ).
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 __all__ = ["round_sizes"]
 
@@ -39,10 +40,13 @@ def round_sizes(n_runs: int, max_runs: int, growth: float = 1.5, group: int = 1)
     >>> round_sizes(100, 1000, growth=2.0, group=16)
     [100, 208, 416, 832, 1000]
     """
+    for name, value in (("n_runs", n_runs), ("max_runs", max_runs), ("group", group)):
+        if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if max_runs < n_runs:
         raise ValueError(f"max_runs={max_runs} must be >= n_runs={n_runs}")
-    if not growth > 1.0:
-        raise ValueError(f"round growth must be > 1, got {growth!r}")
+    if not (isinstance(growth, Real) and 1.0 < growth < math.inf):
+        raise ValueError(f"round growth must be a finite number > 1, got {growth!r}")
     sizes = [n_runs]
     while sizes[-1] < max_runs:
         nxt = math.ceil(sizes[-1] * growth)

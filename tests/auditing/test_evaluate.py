@@ -65,6 +65,30 @@ def test_underpowered_verdict_when_the_claim_is_beyond_reach():
     assert result.verdict == "underpowered"
 
 
+def test_perfectly_separated_scores_that_certify_no_violation_are_underpowered():
+    """Reviewer's finding: 20 scores per side 100 standard deviations apart certified at most
+    0.17 (the threshold test's own ceiling from 10 certifying runs), below a claim of 0.3 that
+    lies under the estimators' largest possible bound (0.60), and the verdict read "not
+    refuted" although such scores fit any divergence above the claim as well as below it."""
+    rng = np.random.default_rng(1)
+    without, with_ = rng.normal(0, 1, 20), rng.normal(100, 1, 20)
+    result = evaluate(without, with_, 0.3, alpha=2.0, estimators=_estimators())
+    best = max(e["lower_bound"] for e in result.estimates.values() if e["certified"])
+    assert best <= 0.3 < result.power["max_certifiable"]  # the case the ceiling alone misses
+    assert result.power["separated"] is True and result.verdict == "underpowered"
+    assert "perfect separation" in result.summary() and "run more" in result.summary()
+    again = type(result).from_json(result.to_json())
+    assert again.verdict == "underpowered" and again.power["separated"] is True
+    # Separated the other way round (the canary lowers the score) counts too; one overlapping
+    # pair of scores does not, and the verdict is then "not_refuted" with its power sentence.
+    assert evaluate(with_, without, 0.3, alpha=2.0, estimators=_estimators()).verdict == (
+        "underpowered"
+    )
+    overlapping = np.r_[with_[:-1], without.max() - 0.5]
+    result = evaluate(without, overlapping, 0.3, alpha=2.0, estimators=_estimators())
+    assert result.power["separated"] is False and result.verdict == "not_refuted"
+
+
 GOOD = np.linspace(0.0, 1.0, 50)
 
 
@@ -177,3 +201,25 @@ def test_an_evaluation_of_a_stores_runs_is_on_the_stores_record(tmp_path, capsys
     assert len((tmp_path / "analyses.jsonl").read_text().splitlines()) == 4
     with pytest.raises(ValueError, match="not an audit store"):
         evaluate(*scores, claim, alpha=2.0, estimators=fast, store=tmp_path / "elsewhere")
+
+
+def test_the_command_line_prints_warnings_on_one_line_in_its_own_voice(tmp_path):
+    """Reviewer's finding: `rdpest evaluate`'s retest warning came out as Python prints warnings,
+    "/.../rdpest/cli.py:237: UserWarning: ..." followed by the source line `result = evaluate(`.
+    Run as a user runs it (pytest records warnings instead of printing them)."""
+    import subprocess
+    import sys
+
+    mech = GaussianMechanismScore(noise_std=1.0)
+    fast = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, direction="max", random_state=0)}
+    audit = Auditor(
+        mech, 1.0, alpha=2.0, n_runs=30, progress=False, estimators=fast, store=tmp_path
+    ).run()
+    np.save(tmp_path / "O.npy", audit.losses_without_canary)
+    np.save(tmp_path / "O_prime.npy", audit.losses_with_canary)
+    argv = [sys.executable, "-m", "rdpest", "evaluate", "O.npy", "O_prime.npy", "--alpha", "2"]
+    flags = ["--claim", "1", "--beta", "0.2", "--estimators", "bernoulli"]
+    done = subprocess.run([*argv, *flags], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "rdpest evaluate: warning: " in done.stderr and "at most 0.25, not 0.2" in done.stderr
+    assert "UserWarning" not in done.stderr and "cli.py" not in done.stderr

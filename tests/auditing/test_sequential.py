@@ -46,7 +46,18 @@ def test_round_sizes_grow_to_the_maximum_in_whole_groups():
     for bad in ({"max_runs": 50}, {"growth": 1.0}):
         with pytest.raises(ValueError, match=r"max_runs|growth"):
             round_sizes(60, bad.get("max_runs", 240), growth=bad.get("growth", 1.5))
-    with pytest.raises(ValueError, match="max_runs must be None or an integer >= n_runs"):
+    # Reviewer's finding: these ended in OverflowError, ZeroDivisionError or rounds of 0 runs.
+    for args, kwargs, match in [
+        ((10, 20), {"growth": float("inf")}, "finite number > 1"),
+        ((10, 20), {"growth": float("nan")}, "finite number > 1"),
+        ((10, 20), {"group": 0}, "group must be a positive integer"),
+        ((0, 5), {}, "n_runs must be a positive integer"),
+        ((10, 20.5), {}, "max_runs must be a positive integer"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            round_sizes(*args, **kwargs)
+    assert round_sizes(np.int64(60), np.int64(240)) == [60, 90, 135, 203, 240]
+    with pytest.raises(ValueError, match="max_runs, where given, must be an integer >= n_runs"):
         Auditor(GaussianMechanismScore(), 1.0, n_runs=100, max_runs=50).run()
     with pytest.raises(ValueError, match="power_target"):
         Auditor(GaussianMechanismScore(), 1.0, n_runs=100, power_target=-1.0).run()
