@@ -447,6 +447,7 @@ def _run_audit(args, out: Path) -> int:
             backend="loky",
             idle_worker_timeout=IDLE_WORKER_SECONDS,
             initializer=end_with_parent,
+            initargs=(os.getpid(),),  # a worker orphaned while it starts ends itself
         ):
             result = audit.run()
     except KeyboardInterrupt:

@@ -156,3 +156,58 @@ def test_the_heap_benchmark_pairs_each_kept_child_with_its_own_glibc_child():
     assert kept["paired_ratio_median"] == pytest.approx(1.1) and kept["pairs_faster"] == 2
     assert glibc["minor_faults"] == 1000 and "paired_ratios" not in glibc
     assert "1.10 (2 of 2)" in bench.table([glibc, kept], pairs=2)
+
+
+# A worker that was orphaned before its initializer ran: "parent" sleeps while the child starts
+# (as a loky worker imports the package for seconds), the test kills "parent", and only then does
+# the child call end_with_parent with the pid it was given.
+_ORPHAN = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", '''
+import os, sys, time
+time.sleep(3)  # the worker's start-up: its parent is killed meanwhile
+from rdpest.utils.processes import end_with_parent
+end_with_parent(int(sys.argv[1]))
+time.sleep(60)  # an orphan that did not end itself would idle here
+''', str(os.getpid())])
+print(child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_orphaned_while_it_starts_ends_itself():
+    """Found probing why loky workers outlived a SIGKILLed audit: a worker imports rdpest (and
+    torch) before its initializer runs, and a parent killed in those seconds had asked for no
+    signal yet, while end_with_parent compared the parent with itself (read after the orphaning)
+    and so never noticed. With the parent's pid handed over (initargs), the orphan ends itself."""
+    import signal
+    import time
+
+    parent = subprocess.Popen([sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _alive(child):
+        time.sleep(0.2)
+    alive = _alive(child)
+    if alive:
+        os.kill(child, signal.SIGKILL)
+    assert not alive, "the orphaned worker did not end itself"
+
+
+def test_end_with_parent_leaves_a_worker_with_its_parent_running():
+    code = "from rdpest.utils.processes import end_with_parent; import os\n"
+    code += "end_with_parent(os.getppid()); end_with_parent(); print('alive')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, ended but not yet reaped by its new parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

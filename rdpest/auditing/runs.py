@@ -44,7 +44,7 @@ def worker_options() -> dict:
     configured = getattr(backend, "backend_kwargs", None)
     if type(backend) is not LokyBackend or configured is None or "initializer" in configured:
         return {}
-    return {"initializer": end_with_parent}
+    return {"initializer": end_with_parent, "initargs": (os.getpid(),)}
 
 
 def _checked_score(value, arm: int, seed: int) -> float:

@@ -41,19 +41,27 @@ MMAP_THRESHOLD_BYTES = 32 << 20
 _heap_kept: bool | None = None
 
 
-def end_with_parent() -> None:
-    """Worker initializer: end this process when its parent dies (Linux; a no-op elsewhere)."""
+def end_with_parent(parent: int | None = None) -> None:
+    """Worker initializer: end this process when its parent dies (Linux; a no-op elsewhere).
+
+    ``parent``: the process id of the process that started the worker, passed by it (as
+    ``initargs=(os.getpid(),)``). A worker imports the package before its initializer runs,
+    which takes seconds; a parent killed meanwhile sends no signal (none was asked for yet), so
+    the worker compares its parent with ``parent`` once the request is made and ends itself if
+    it has already been orphaned. Without ``parent``, only a parent that dies during this call
+    is caught.
+    """
     if not sys.platform.startswith("linux"):
         return
     import ctypes
 
-    parent = os.getppid()
+    expected = os.getppid() if parent is None else int(parent)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
         return
-    if os.getppid() != parent:  # the parent died before the request took effect
+    if os.getppid() != expected:  # orphaned before the request took effect
         os.kill(os.getpid(), signal.SIGKILL)
 
 

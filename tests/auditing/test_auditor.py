@@ -1,6 +1,7 @@
 """Tests of the generic Auditor: verdicts, determinism over n_jobs and backends, resume, errors."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -208,7 +209,7 @@ def test_loky_workers_of_an_audit_end_with_it_unless_configured_otherwise():
     def theirs():
         pass
 
-    assert worker_options() == {"initializer": end_with_parent}
+    assert worker_options() == {"initializer": end_with_parent, "initargs": (os.getpid(),)}
     with parallel_config(backend="loky", initializer=theirs):
         assert worker_options() == {}
     with parallel_config(backend="threading"):
@@ -231,7 +232,7 @@ def test_the_auditor_hands_the_worker_options_to_joblib(monkeypatch):
     monkeypatch.setattr(auditor_module, "Parallel", spy)
     mech = GaussianMechanismScore(noise_std=1.0)
     Auditor(mech, 1.0, alpha=2.0, n_runs=20, n_jobs=1, progress=False).collect()
-    assert seen.get("initializer") is end_with_parent
+    assert seen.get("initializer") is end_with_parent and seen["initargs"] == (os.getpid(),)
 
 
 @pytest.mark.parametrize("seed", [-1, 2**32])
