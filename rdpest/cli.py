@@ -547,7 +547,13 @@ class _StderrHandler(logging.StreamHandler):
 
 
 def _one_line_warning(command, message, category, filename, lineno, line=None) -> str:
-    kind = "" if category is UserWarning else f" ({category.__name__})"
+    """A warning as the command's line; one from another package says which file raised it."""
+    where = Path(str(filename))
+    ours = Path(__file__).resolve().parent in where.resolve().parents
+    notes = ([] if category is UserWarning else [category.__name__]) + (
+        [] if ours else [f"from {Path(where.parent.name, where.name)}:{lineno}"]
+    )
+    kind = f" ({', '.join(notes)})" if notes else ""
     return f"rdpest {command}: warning{kind}: {message}\n"
 
 

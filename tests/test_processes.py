@@ -198,8 +198,11 @@ def test_a_worker_orphaned_while_it_starts_ends_itself():
 
 
 def test_end_with_parent_leaves_a_worker_with_its_parent_running():
+    """Diff reviewer's finding: under loky's forkserver start method a worker's parent is the
+    fork server, not the process that handed over its pid, and every worker killed itself. A
+    handed-over process that still runs (pid 1 here, not the child's parent) keeps it alive."""
     code = "from rdpest.utils.processes import end_with_parent; import os\n"
-    code += "end_with_parent(os.getppid()); end_with_parent(); print('alive')"
+    code += "end_with_parent(os.getppid()); end_with_parent(); end_with_parent(1); print('alive')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr
 

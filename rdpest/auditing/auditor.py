@@ -494,11 +494,14 @@ class Auditor:
             )
 
     def _power_reached(self, result: AuditResult) -> bool:
+        # Perfectly separated scores that certify no violation call for more runs, whatever
+        # the power model predicts (the verdict says "underpowered ... run more").
         detectable = result.power.get("detectable_epsilon")
         return (
             self.power_target is not None
             and detectable is not None
             and detectable <= float(self.power_target)
+            and not result.power.get("separated", False)
         )
 
     def _finish(self, result, records, estimators, level, sizes) -> AuditResult:

@@ -11,7 +11,9 @@ early spends only the rounds it ran; its power at the last round is reported at 
 
 The audit may also stop WITHOUT a violation once its power target is met: ``power_target``,
 the ε_α it should detect with 80% probability (:mod:`rdpest.auditing.power`). Stopping for power
-never raises the false-violation probability (it only forgoes later rounds).
+never raises the false-violation probability (it only forgoes later rounds). A round whose
+scores are perfectly separated yet certify no violation never stops for power: its verdict is
+"underpowered", and more runs may decide.
 
 Rounds are computed from stored runs: a killed sequential audit resumes from its store, refits
 the rounds and reaches the same verdict, bit for bit where the estimators are seeded (the

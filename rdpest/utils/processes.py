@@ -47,9 +47,8 @@ def end_with_parent(parent: int | None = None) -> None:
     ``parent``: the process id of the process that started the worker, passed by it (as
     ``initargs=(os.getpid(),)``). A worker imports the package before its initializer runs,
     which takes seconds; a parent killed meanwhile sends no signal (none was asked for yet), so
-    the worker compares its parent with ``parent`` once the request is made and ends itself if
-    it has already been orphaned. Without ``parent``, only a parent that dies during this call
-    is caught.
+    once the request is made the worker ends itself if ``parent`` is no longer its parent and
+    no longer runs. Without ``parent``, only a parent that dies during this call is caught.
     """
     if not sys.platform.startswith("linux"):
         return
@@ -61,8 +60,19 @@ def end_with_parent(parent: int | None = None) -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):  # pragma: no cover - no prctl in this libc
         return
-    if os.getppid() != expected:  # orphaned before the request took effect
+    # Orphaned before the request took effect. Under the forkserver start method a worker's
+    # parent is the fork server, not ``parent``: only a ``parent`` that has ended counts.
+    if os.getppid() != expected and not _running(expected):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs; a zombie (ended, not yet reaped) does not."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
 
 
 def keep_freed_heap() -> bool:

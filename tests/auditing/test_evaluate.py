@@ -223,3 +223,17 @@ def test_the_command_line_prints_warnings_on_one_line_in_its_own_voice(tmp_path)
     assert done.returncode == 0, done.stderr
     assert "rdpest evaluate: warning: " in done.stderr and "at most 0.25, not 0.2" in done.stderr
     assert "UserWarning" not in done.stderr and "cli.py" not in done.stderr
+
+
+def test_a_warning_from_another_package_says_where_it_came_from():
+    """Diff reviewer's finding: Opacus's and torch's warnings were printed as rdpest's own."""
+    import rdpest.cli as cli
+
+    ours = cli._one_line_warning("audit", "retest", UserWarning, cli.__file__, 3)
+    assert ours == "rdpest audit: warning: retest\n"
+    theirs = cli._one_line_warning(
+        "audit", "secure RNG off", DeprecationWarning, "/env/site-packages/opacus/engine.py", 7
+    )
+    assert theirs == (
+        "rdpest audit: warning (DeprecationWarning, from opacus/engine.py:7): secure RNG off\n"
+    )

@@ -196,3 +196,14 @@ def test_the_plot_of_a_sequential_audit_shows_its_rounds(tmp_path):
     assert list(xs) == [r["n_runs"] for r in result.rounds]
     assert list(ys) == [r["lower_bound"] for r in result.rounds]
     assert (tmp_path / "audit.png").stat().st_size > 0
+
+
+def test_a_power_target_does_not_stop_an_audit_whose_scores_are_separated():
+    """Diff reviewer's finding: a sequential audit could stop for its power target on a round
+    whose verdict said "underpowered ... run more" (perfectly separated scores)."""
+    from types import SimpleNamespace
+
+    auditor = Auditor(GaussianMechanismScore(), 1.0, n_runs=60, max_runs=240, power_target=2.0)
+    met = {"detectable_epsilon": 1.5, "max_certifiable": 3.0}
+    assert auditor._power_reached(SimpleNamespace(power=met))
+    assert not auditor._power_reached(SimpleNamespace(power={**met, "separated": True}))

@@ -21,7 +21,12 @@ import torch
 from rdpest.auditing.auditor import AUDIT_SETTINGS, Auditor, check_audit_settings
 from rdpest.auditing.dpsgd.canaries import _check_label, make_canary
 from rdpest.auditing.dpsgd.config import DPSGDConfig
-from rdpest.auditing.dpsgd.data import load_arrays, load_digits_data, split_pretrain
+from rdpest.auditing.dpsgd.data import (
+    check_class_count,
+    load_arrays,
+    load_digits_data,
+    split_pretrain,
+)
 from rdpest.auditing.dpsgd.models import check_model, factory_identity, make_model
 from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
 from rdpest.auditing.dpsgd.training import pretrain
@@ -310,7 +315,7 @@ class DPSGDAuditor:
         )
         if not isinstance(self.canary, str):
             make_canary(self.canary, X_audit, y_audit)  # a user canary's shape, before training
-        n_classes = int(y.max()) + 1
+        n_classes = check_class_count(y)
         if self.canary_label is not None:  # before pretraining, naming the parameter
             try:
                 _check_label(self.canary_label, n_classes)

@@ -28,6 +28,8 @@ from rdpest.auditing.dpsgd.files import load_cifar10, load_mnist
 
 __all__ = [
     "DATA_KINDS",
+    "MAX_CLASSES",
+    "check_class_count",
     "load_arrays",
     "load_cifar10",
     "load_data",
@@ -76,9 +78,9 @@ def load_arrays(X, y) -> tuple[np.ndarray, np.ndarray]:
         Real-valued, finite features; one row (or image) per example.
     y : array-like of shape (n,)
         Integer class labels (integral floats such as ``3.0`` are accepted), at least two
-        distinct classes, all ≥ 0. The model gets ``max(y) + 1`` outputs, so labels up to
-        ``max(10, 2 * k)`` - 1 are accepted for k distinct labels (number them 0..k-1 beyond
-        that). uint8 ``X`` above 1 (raw pixels) gives a warning: it is audited as given.
+        distinct classes, all ≥ 0 (a model built for them gets ``max(y) + 1`` outputs:
+        :func:`check_class_count`). uint8 ``X`` above 1 (raw pixels) gives a warning: it is
+        audited as given.
 
     Returns
     -------
@@ -89,7 +91,7 @@ def load_arrays(X, y) -> tuple[np.ndarray, np.ndarray]:
     ------
     ValueError
         If X is not at least 2-D, not numeric or not finite, if y is not 1-D integer labels
-        with at least two classes (numbered as above), or if the lengths differ.
+        with at least two classes, or if the lengths differ.
 
     Examples
     --------
@@ -138,14 +140,8 @@ def load_arrays(X, y) -> tuple[np.ndarray, np.ndarray]:
     labels = np.unique(y_arr)
     if labels.size < 2:
         raise ValueError(f"y must contain at least 2 classes, got {labels.size}")
-    # The model gets max(y) + 1 outputs: labels far beyond the number of classes would build a
-    # huge output layer for classes with no example (and may not fit int64 at all).
-    if float(labels[-1]) + 1 > max(10, 2 * labels.size):
-        raise ValueError(
-            f"y's labels go up to {labels[-1]} but only {labels.size} distinct labels occur: the "
-            f"model would get {labels[-1]} + 1 outputs, most for classes with no example; number "
-            f"the classes 0..{labels.size - 1} (np.unique(y, return_inverse=True)[1])"
-        )
+    if float(labels[-1]) >= 2**62:  # not a class number (1e20 wrapped to a negative int64)
+        raise ValueError(f"y must hold class numbers, got a label of {labels[-1]}")
     if raw_pixels and X_arr.max() > 1:
         warnings.warn(
             f"X is uint8 with values up to {X_arr.max():g} (raw pixels?): it is audited as given; "
@@ -153,6 +149,41 @@ def load_arrays(X, y) -> tuple[np.ndarray, np.ndarray]:
             stacklevel=2,
         )
     return X_arr, y_arr.astype(np.int64)
+
+
+#: The most classes a model is built for from the labels (``max(y) + 1`` outputs): beyond, a
+#: label is far more likely a code than a class number (ImageNet-21k has 21,841 classes).
+MAX_CLASSES = 1 << 16
+
+
+def check_class_count(y) -> int:
+    """The number of outputs a model built for labels ``y`` gets, ``max(y) + 1``, checked.
+
+    More than :data:`MAX_CLASSES` is refused: the output layer alone would take gigabytes.
+    Labels that leave most of ``0..max(y)`` unused (beyond ten outputs) give a warning: every
+    unused number is an output trained towards zero, and ``np.unique(y, return_inverse=True)[1]``
+    numbers the classes 0..k-1.
+
+    Examples
+    --------
+    >>> check_class_count(np.array([0, 1, 2, 1]))
+    3
+    """
+    y = np.asarray(y)
+    outputs, classes = int(y.max()) + 1, np.unique(y).size
+    if outputs > MAX_CLASSES:
+        raise ValueError(
+            f"y's labels go up to {outputs - 1}: a model for them would get {outputs} outputs "
+            f"(more than {MAX_CLASSES}) for {classes} distinct labels; number the classes "
+            f"0..{classes - 1} (np.unique(y, return_inverse=True)[1])"
+        )
+    if outputs > max(10, 2 * classes):
+        warnings.warn(
+            f"y's labels go up to {outputs - 1} but only {classes} distinct labels occur: the "
+            f"model gets {outputs} outputs, most for classes with no example",
+            stacklevel=2,
+        )
+    return outputs
 
 
 def load_npz(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:

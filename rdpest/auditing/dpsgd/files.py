@@ -24,6 +24,9 @@ _MNIST_FILES = {
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 _IDX_UNSIGNED_BYTE = 0x08
+# A gzipped file is decompressed to at most this many bytes (4 GiB, far beyond MNIST's 47 MB and
+# CIFAR-10's 30 MB per batch), whatever its header announces.
+_MAX_BYTES = 1 << 32
 _HEAD = 4 + 4 * 255  # the longest IDX header: a magic number and up to 255 dimensions
 # CIFAR-10's binary version (Krizhevsky 2009): records of 1 label byte and 3 planes of 32×32.
 _CIFAR_BIN = "cifar-10-batches-bin"
@@ -69,8 +72,8 @@ def _read_file(path: Path, expected_size=None) -> bytes:
     """The bytes of ``path``, decompressed when its name ends in ``.gz``.
 
     ``expected_size(head)`` (for a gzipped file) gives the file's length from its first
-    ``_HEAD`` bytes; reading stops one byte past it, so a corrupt or hostile archive cannot
-    inflate without bound before the length check refuses it."""
+    ``_HEAD`` bytes; reading stops one byte past it, so a corrupt or hostile archive inflates no
+    further than that (and :data:`_MAX_BYTES`) before the length check refuses it."""
     try:
         if path.suffix != ".gz":
             return path.read_bytes()
@@ -88,13 +91,17 @@ def _read_file(path: Path, expected_size=None) -> bytes:
 
 
 def _idx_size(head: bytes) -> int:
-    """An IDX file's length from its header (what follows the header: one byte per entry), or
-    the header's own length where it is not one (the parse then says what is wrong)."""
-    ndim = head[3] if len(head) >= 4 else 0
+    """An IDX file's length from its header (what follows the header: one byte per entry), at
+    most :data:`_MAX_BYTES`; the header's own length where it is not an IDX header of unsigned
+    bytes (the parse then says what is wrong)."""
+    if len(head) < 4 or head[:3] != bytes([0, 0, _IDX_UNSIGNED_BYTE]):
+        return len(head)
+    ndim = head[3]
     header = 4 + 4 * ndim
     if len(head) < header:
         return len(head)
-    return header + math.prod(int(s) for s in np.frombuffer(head, ">u4", count=ndim, offset=4))
+    size = math.prod(int(s) for s in np.frombuffer(head, ">u4", count=ndim, offset=4))
+    return header + min(size, _MAX_BYTES)
 
 
 def _parse_idx(data: bytes, path: Path, ndim: int) -> np.ndarray:
@@ -299,7 +306,7 @@ def load_cifar10(path: str | os.PathLike, split: str = "train") -> tuple[np.ndar
                     f"no CIFAR-10 batch {name} (or {name}.gz) in {str(folder)!r}; the binary "
                     f"version holds {', '.join(_CIFAR_FILES['train'] + _CIFAR_FILES['test'])}"
                 )
-            data = _read_file(file)
+            data = _read_file(file, lambda head: _MAX_BYTES)
             if len(data) == 0 or len(data) % _CIFAR_RECORD:
                 raise ValueError(
                     f"{str(file)!r} holds {len(data)} bytes, not a whole number of "

@@ -15,6 +15,7 @@ audited by passing a factory ``f(n_features, n_classes) -> torch.nn.Module``.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from collections.abc import Callable, Sequence
@@ -406,11 +407,15 @@ def check_model(model: nn.Module, batch: torch.Tensor, n_classes: int) -> None:
 def _check_gradients(model: nn.Module, batch: torch.Tensor) -> None:
     """A ValueError naming the trainable parameters that get no gradient from the logits (a
     layer left out of ``forward``), which Opacus reports only in the first private step and
-    without a name. The gradients are cleared again."""
+    without a name. Done on a copy, with the random generators restored, so the model (its
+    buffers, its gradients) and the caller's random streams are as they were. Two rows decide:
+    a model whose use of a parameter depends on the data may be refused."""
+    model = copy.deepcopy(model)
+    devices = sorted({p.device.index or 0 for p in model.parameters() if p.is_cuda})
     was_training = model.training
     model.train()
     try:
-        with torch.enable_grad():
+        with torch.random.fork_rng(devices=devices), torch.enable_grad():
             model(batch).sum().backward()
     except Exception as exc:  # a user model's backward pass can fail in any way
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

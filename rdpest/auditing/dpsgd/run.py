@@ -21,7 +21,7 @@ from torch import nn
 
 from rdpest.auditing.dpsgd.canaries import canary_loss
 from rdpest.auditing.dpsgd.config import DPSGDConfig
-from rdpest.auditing.dpsgd.data import load_arrays
+from rdpest.auditing.dpsgd.data import check_class_count, load_arrays
 from rdpest.auditing.dpsgd.models import check_model, factory_identity, make_model
 from rdpest.auditing.dpsgd.stacking import (
     auto_stack_size,
@@ -180,7 +180,7 @@ class DPSGDRun:
             raise ValueError(f"the canary label must be an integer >= 0, got {label!r}")
         self.canary_y = int(label)
         if n_classes is None:
-            n_classes = max(int(self.y.max()), self.canary_y) + 1
+            n_classes = check_class_count(np.r_[self.y, self.canary_y])
         self.n_classes = check_int(n_classes, "n_classes", 2)
         if self.canary_y >= self.n_classes or int(self.y.max()) >= self.n_classes:
             raise ValueError(f"labels must lie in [0, n_classes={self.n_classes})")

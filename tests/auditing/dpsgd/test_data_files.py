@@ -225,6 +225,21 @@ def test_a_gzipped_idx_file_is_read_no_further_than_its_header_announces(tmp_pat
         load_mnist(tmp_path)
 
 
+def test_gzipped_files_are_inflated_no_further_than_the_cap(tmp_path, monkeypatch):
+    """Diff reviewer's finding: CIFAR-10's gzipped batches were inflated whole, and an IDX header
+    could announce any size; both stop at the cap (4 GiB; here lowered to two records)."""
+    from rdpest.auditing.dpsgd import files
+
+    folder = tmp_path / "c"
+    write_cifar(folder, n_per_batch=5)
+    batch = folder / "data_batch_1.bin"
+    write(batch, batch.read_bytes(), gz=True)
+    batch.unlink()
+    monkeypatch.setattr(files, "_MAX_BYTES", 2 * 3073)
+    with pytest.raises(ValueError, match=r"data_batch_1\.bin\.gz' holds 6147 bytes, not a whole"):
+        load_cifar10(folder)
+
+
 # ------------------------------------------------------------------------------------------------
 # CIFAR-10
 # ------------------------------------------------------------------------------------------------

@@ -10,9 +10,10 @@ import pytest
 import torch
 from torch import nn
 
+from rdpest.auditing import DPSGDAuditor
 from rdpest.auditing.dpsgd.canaries import canary_loss, make_canary
 from rdpest.auditing.dpsgd.config import DPSGDConfig
-from rdpest.auditing.dpsgd.data import load_arrays, load_npz, split_pretrain
+from rdpest.auditing.dpsgd.data import check_class_count, load_arrays, load_npz, split_pretrain
 from rdpest.auditing.dpsgd.models import make_model
 from rdpest.auditing.dpsgd.run import DPSGDRun
 from rdpest.auditing.dpsgd.training import pretrain, train_dp_sgd
@@ -91,18 +92,31 @@ def test_load_arrays_rejects_bad_input(X, y, match):
         load_arrays(X, y)
 
 
-def test_labels_far_beyond_the_class_count_are_refused():
+def test_labels_far_beyond_the_class_count_are_refused_where_a_model_is_built_for_them():
     """Reviewer's finding: a label of 100000 among four classes built a classifier with 100001
-    outputs (1e9: a 32 GB layer), and float labels of 1e20 were "minimum -9223372036854775808"."""
+    outputs (1e9: a 32 GB layer), and float labels of 1e20 were "minimum -9223372036854775808".
+    Diff reviewer's: refusing sparse labels in load_arrays also refused two CIFAR-100 classes
+    (3 and 42) for a model that has its 100 outputs; only models built from the labels are
+    checked now, and sparse labels there give a warning."""
     X = np.zeros((4, 2))
-    with pytest.raises(ValueError, match=r"labels go up to 100000 but only 4 distinct.*0\.\.3"):
-        load_arrays(X, [0, 1, 2, 100000])
-    with pytest.raises(ValueError, match="labels go up to 1e\\+20"):
+    with pytest.raises(ValueError, match="y must hold class numbers, got a label of 1e\\+20"):
         load_arrays(X, [0.0, 1.0, 2.0, 1e20])
-    with pytest.raises(ValueError, match="labels go up to 9223372036854775808"):
+    with pytest.raises(ValueError, match="got a label of 9223372036854775808"):
         load_arrays(X, np.array([0, 1, 2, 2**63], dtype=np.uint64))
-    assert load_arrays(X, [3, 8, 3, 8])[1].tolist() == [3, 8, 3, 8]  # a subset of the digits
-    assert load_arrays(np.zeros((40, 2)), np.arange(40) % 20 * 2)[1].max() == 38  # 20 classes
+    assert load_arrays(X, [3, 42, 3, 42])[1].tolist() == [3, 42, 3, 42]
+    with pytest.raises(ValueError, match=r"labels go up to 100000: .* 100001 outputs .*0\.\.3"):
+        check_class_count(np.array([0, 1, 2, 100000]))
+    with pytest.warns(UserWarning, match="labels go up to 42 but only 2 distinct labels occur"):
+        assert check_class_count(np.array([3, 42])) == 43
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_class_count(np.array([3, 8])) == 9  # a subset of the digits
+        assert check_class_count(np.arange(40) % 20 * 2) == 39  # 20 classes, even numbers
+    y = np.arange(40) % 4
+    y[y == 3] = 100000
+    data = (np.random.default_rng(0).random((40, 8), dtype=np.float32), y)
+    with pytest.raises(ValueError, match="labels go up to 100000"):
+        DPSGDAuditor(claimed_epsilon=1.0, steps=2, n_runs=8, data=data, progress=False).build()
 
 
 def test_raw_uint8_pixels_give_a_warning_and_are_used_as_given():

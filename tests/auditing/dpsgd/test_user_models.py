@@ -235,9 +235,19 @@ def test_a_canary_label_outside_the_classes_is_refused_before_pretraining(label,
         DPSGDAuditor(**options).build()
 
 
-def test_the_gradient_check_leaves_the_model_as_it_was():
-    model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 3))
+def test_the_gradient_check_leaves_the_model_and_the_random_streams_as_they_were():
+    """Diff reviewer's finding: the check ran the model itself in training mode, so dropout drew
+    from the caller's random stream and spectral norm's power-iteration buffers changed (and, in
+    DPSGDRun, became the runs' initial state)."""
+    model = nn.Sequential(
+        nn.utils.parametrizations.spectral_norm(nn.Linear(4, 8)), nn.Dropout(0.5), nn.Linear(8, 3)
+    )
     before = {k: v.clone() for k, v in model.state_dict().items()}
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
     check_model(model, torch.ones(2, 4), 3)
+    assert torch.equal(torch.rand(3), expected)  # the stream continues where it was
     assert model.training and all(p.grad is None for p in model.parameters())
+    assert before.keys() == model.state_dict().keys()
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
