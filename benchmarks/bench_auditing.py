@@ -681,7 +681,15 @@ def main(argv=None) -> int:
         throughput()
     if args.protocol:
         protocol(args.runs, args.n_jobs)
-    if args.memory:
+    if args.memory and (args.throughput or args.protocol):
+        # A fresh process: the peak it reads (VmHWM) is the process's whole life, so after the
+        # other sections it would be theirs, not the audit's.
+        import subprocess
+
+        command = [sys.executable, __file__, "--memory", "--runs", str(args.runs)]
+        command += ["--n-jobs", str(args.n_jobs), "--out", str(OUT)]
+        subprocess.run(command, check=True)
+    elif args.memory:
         memory(args.runs, args.n_jobs)
     if args.reference:
         reference(10_000, args.n_jobs)

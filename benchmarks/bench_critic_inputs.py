@@ -47,7 +47,7 @@ from bench_point_estimates import (
     realisable_cells,
     summarise,
 )
-from harness import results_folder
+from harness import require_jobs, results_folder
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
@@ -159,6 +159,7 @@ def main(argv=None) -> int:
         )
     cells, _ = realisable_cells(args.families, args.alphas, args.divergences)
     jobs = [(*cell, args.n, seed) for cell in cells for seed in range(args.seeds)]
+    require_jobs(jobs)
     rows = Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")(
         delayed(one_seed)(*job, args.out) for job in jobs
     )

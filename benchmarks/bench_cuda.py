@@ -17,9 +17,11 @@
    user's MNIST IDX files are read; without it, random images and labels are written in the
    IDX format first: the time of a step does not depend on the pixels' values.
 
-Results: benchmarks/results/auditing/throughput_cuda.{json,md}; the JSON is written after every
-row, and ``--render`` rewrites the Markdown from it (with the JSON's optional ``findings``, lines
-of what a profile of the run showed). ``--code REV`` records the commit measured.
+Results: benchmarks/results/auditing/throughput_cuda.{json,md} (``--out DIR`` for another folder);
+the JSON is written after every row, a section not run keeps its rows from an earlier run on the
+same device, and ``--render`` rewrites the Markdown from it (with the JSON's optional
+``findings``, lines of what a profile of the run showed). ``--code REV`` records the commit
+measured.
 """
 
 from __future__ import annotations
@@ -256,6 +258,7 @@ def write_markdown(result: dict) -> None:
 
 
 def main(argv=None) -> int:
+    global OUT, JSON
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--throughput", action="store_true")
     parser.add_argument("--protocol", action="store_true")
@@ -266,8 +269,16 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--render", action="store_true", help="rewrite the Markdown only")
     parser.add_argument("--code", help="the commit measured, recorded with the results")
+    parser.add_argument("--out", type=Path, help=f"results folder (default {OUT})")
     args = parser.parse_args(argv)
+    if args.out is not None:
+        if args.out.exists() and not args.out.is_dir():
+            raise SystemExit(f"--out {args.out} is a file, not a folder")
+        args.out.mkdir(parents=True, exist_ok=True)
+        OUT, JSON = args.out, args.out / JSON.name
     if args.render:
+        if not JSON.is_file():
+            raise SystemExit(f"--render needs {JSON}, written by a --throughput or --protocol run")
         write_markdown(json.loads(JSON.read_text()))
         return 0
     import torch
@@ -278,6 +289,13 @@ def main(argv=None) -> int:
         args.throughput = args.protocol = True
     device = f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     result = {"device": device, "code": args.code, "throughput": [], "protocol": None}
+    # A section not run keeps its results from an earlier run on the same device (running
+    # --protocol alone once dropped every throughput row, and --throughput the protocol's).
+    earlier = json.loads(JSON.read_text()) if JSON.is_file() else {}
+    if earlier.get("device") == device:
+        for section, run in (("throughput", args.throughput), ("protocol", args.protocol)):
+            if not run and earlier.get(section):
+                result[section] = earlier[section]
     result.update(case_limit=args.case_limit, time_limit=args.time_limit)
     if args.protocol:
         protocol(result, args.mnist)

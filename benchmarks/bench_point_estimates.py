@@ -57,7 +57,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import results_folder
+from harness import require_jobs, results_folder
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
@@ -469,6 +469,7 @@ def main(argv=None) -> int:
     work = cross_fit_seed if args.cross_fit else one_seed
     cells, skipped = realisable_cells(families, alphas, args.divergences)
     jobs = [(f, a, d, args.n, s) for f, a, d in cells for s in range(seeds)]
+    require_jobs(jobs)
     rows = Parallel(n_jobs=args.n_jobs, return_as="generator")(
         delayed(work)(*job, out) for job in jobs
     )

@@ -68,7 +68,7 @@ from bench_point_estimates import (
     summarise,
     target_met,
 )
-from harness import results_folder
+from harness import require_jobs, results_folder
 from joblib import Parallel, delayed
 from scipy.optimize import minimize_scalar
 from sklearn.model_selection import GridSearchCV
@@ -376,6 +376,7 @@ def main(argv=None) -> int:
     cells = cells[:2] if args.quick else cells
     seeds = 3 if args.quick else args.seeds
     jobs = [(*cell, args.n, seed) for cell in cells for seed in range(seeds)]
+    require_jobs(jobs)
     task = grid_seed if args.grid_search else one_seed
     rows = Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")(
         delayed(task)(*job, args.out) for job in jobs

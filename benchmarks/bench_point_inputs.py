@@ -46,6 +46,7 @@ from bench_point_estimates import (
     target_met,
     write_results,
 )
+from harness import require_jobs
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
@@ -66,7 +67,14 @@ def one_seed(
     columns (read back if written)."""
     path = _cell_path(out, family, alpha, divergence, n, seed)
     if path.exists():
-        return json.loads(path.read_text())
+        row = json.loads(path.read_text())
+        stored = row.get("point_window", "range")  # older cells: range
+        if stored != window:  # never report one window's fits under another's name
+            raise SystemExit(
+                f"{path} holds fits with --point-window {stored}, not {window}; "
+                "use another --out for this window"
+            )
+        return row
     X, Y, truth, L = _samples(family, alpha, divergence, n, seed)
     a = float(alpha)
     lp, lq = L(X), L(Y)
@@ -163,6 +171,7 @@ def main(argv=None) -> int:
     out = args.out or (RESULTS if args.point_window == "range" else RESULTS / args.point_window)
     cells, _ = realisable_cells(args.families, args.alphas, args.divergences)
     jobs = [(f, a, d, args.n, s) for f, a, d in cells for s in range(args.seeds)]
+    require_jobs(jobs)
     rows = Parallel(n_jobs=args.n_jobs, return_as="generator")(
         delayed(one_seed)(*job, out, args.point_window) for job in jobs
     )

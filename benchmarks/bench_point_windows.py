@@ -45,6 +45,7 @@ from bench_point_estimates import (
     unreachable,
     write_results,
 )
+from harness import require_jobs
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
@@ -282,6 +283,7 @@ def main(argv=None) -> int:
     if not args.summarise:
         cells, _ = realisable_cells(args.families, args.alphas, args.divergences)
         jobs = [(f, a, d, args.n, s) for f, a, d in cells for s in range(args.seeds)]
+        require_jobs(jobs)
         runs = Parallel(n_jobs=args.n_jobs, return_as="generator")(
             delayed(collect_seed)(*job, out) for job in jobs
         )
@@ -289,7 +291,8 @@ def main(argv=None) -> int:
             pass
         atomic_write_text(out / "command.txt", command.strip() + "\n")
         return 0
-    paths = sorted((out / "critic_values").glob("*.npz"))
+    # Not the hidden partial files (".name.PID.npz") a killed run may leave behind.
+    paths = sorted(p for p in (out / "critic_values").glob("*.npz") if not p.name.startswith("."))
     rows = Parallel(n_jobs=args.n_jobs)(delayed(seed_row)(path) for path in tqdm(paths))
     # P = Q has no relative error: those seeds get their own section.
     zero = [r for r in rows if r["truth"] == 0]

@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 from bench_point_estimates import _cell_key, _samples, cell_of, summarise
 from bench_point_ideas import GRID_CELLS
-from harness import results_folder
+from harness import require_jobs, results_folder
 from joblib import Parallel, delayed
 from sklearn.model_selection import GridSearchCV, ParameterGrid
 from tqdm.auto import tqdm
@@ -229,6 +229,7 @@ def main(argv=None) -> int:
     cells = GRID_CELLS[:2] if args.quick else GRID_CELLS
     seeds = 3 if args.quick else args.seeds
     jobs = [(*cell, args.n, seed) for cell in cells for seed in range(seeds)]
+    require_jobs(jobs)
     rows = Parallel(n_jobs=args.n_jobs, return_as="generator_unordered")(
         delayed(grid_seed)(args.grid, *job, args.out) for job in jobs
     )

@@ -251,6 +251,17 @@ RESULTS_ROOT = Path(__file__).resolve().parent / "results"
 QUICK_RESULTS = RESULTS_ROOT / "quick"
 
 
+def require_jobs(jobs: list) -> list:
+    """``jobs``, or an exit naming the flags to check where the grid is empty (an empty grid once
+    wrote empty tables over the results, and exited 0)."""
+    if not jobs:
+        raise SystemExit(
+            "nothing to run: the grid is empty (check --families, --alphas, --divergences, "
+            "--seeds, --n)"
+        )
+    return jobs
+
+
 def results_folder(out, default: Path, quick: bool) -> Path:
     """Where a benchmark writes: ``out`` if given; else ``default`` (its committed results), or
     for a ``--quick`` run the same folder under ``benchmarks/results/quick/``, so that a quick

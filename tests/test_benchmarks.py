@@ -1,0 +1,80 @@
+"""The benchmark scripts keep the results they are trusted for: no empty tables over real ones, no
+cells of one setting reported under another's name, no section dropped by a partial run.
+
+The scripts live in benchmarks/ (not a package); they are imported from there, and run as a user
+runs them where the behaviour is the command line's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    """Import a benchmark script by name, as the scripts import each other (from their folder)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    return importlib.import_module
+
+
+def test_an_empty_grid_exits_without_writing_tables(tmp_path):
+    """Reviewer's finding: an unknown family or --seeds -1 wrote empty tables (exit status 0)
+    over the results."""
+    script = BENCHMARKS / "bench_point_inputs.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--seeds", "-1", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0 and "nothing to run: the grid is empty" in done.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_cell_fitted_with_another_point_window_is_not_reported_under_this_one(tmp_path, bench):
+    """Reviewer's finding: a run with --point-window balanced into a folder of range cells read
+    them back and printed their numbers under "balanced"."""
+    point_inputs = bench("bench_point_inputs")
+    path = point_inputs._cell_path(tmp_path, "gaussian_shift", 2.0, 1.0, 300, 0)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"family": "gaussian_shift", "point_window": "range"}))
+    with pytest.raises(SystemExit, match="holds fits with --point-window range, not balanced"):
+        point_inputs.one_seed("gaussian_shift", 2.0, 1.0, 300, 0, tmp_path, "balanced")
+    assert point_inputs.one_seed("gaussian_shift", 2.0, 1.0, 300, 0, tmp_path, "range")
+
+
+def test_a_partial_cuda_run_keeps_the_other_sections_results(tmp_path, bench, monkeypatch):
+    """Reviewer's finding: `bench_cuda.py --protocol` alone rewrote throughput_cuda.json with no
+    throughput row (and --throughput alone dropped the protocol's)."""
+    import torch
+
+    cuda = bench("bench_cuda")
+    device = f"Some GPU, torch {torch.__version__}"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "Some GPU")
+    for name in ("OUT", "JSON"):  # main(--out) sets them; restored after the test
+        monkeypatch.setattr(cuda, name, getattr(cuda, name))
+    committed = json.loads((cuda.OUT / "throughput_cuda.json").read_text())
+    rows, measured = committed["throughput"], committed["protocol"]
+    earlier = {"device": device, "throughput": rows, "protocol": {**measured, "seconds": 1.0}}
+    (tmp_path / "throughput_cuda.json").write_text(json.dumps(earlier))
+
+    def protocol(result, mnist):
+        result["protocol"] = {**measured, "seconds": 2.0}
+        cuda._save(result)
+
+    monkeypatch.setattr(cuda, "protocol", protocol)
+    assert cuda.main(["--protocol", "--out", str(tmp_path)]) == 0
+    saved = json.loads((tmp_path / "throughput_cuda.json").read_text())
+    assert saved["throughput"] == rows and saved["protocol"]["seconds"] == 2.0
+    # Rows measured on another device are not mixed into this one's record.
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "Another GPU")
+    assert cuda.main(["--protocol", "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "throughput_cuda.json").read_text())["throughput"] == []
