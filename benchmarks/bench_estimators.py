@@ -64,12 +64,15 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    given = list(argv if argv is not None else sys.argv[1:])
+    command = " ".join(["python benchmarks/bench_estimators.py", *given])
     args.out = harness.results_folder(args.out, RESULTS, args.quick)
     if args.scale:
         result = scale_run(100_000)
         atomic_write_text(args.out / "scale.json", json.dumps(result, indent=2))
         atomic_write_text(
             args.out / "scale.md",
+            f"Command: `{command}`\n\n"
             "| n per side | seconds | peak MB | truth | point | bound |\n"
             "|---|---|---|---|---|---|\n"
             f"| {result['n']} | {result['seconds']:.1f} | {result['peak_mb']:.0f} "
@@ -80,7 +83,14 @@ def main(argv=None) -> int:
     families = args.families
     if families == ["classic"]:
         families = harness.CLASSIC_FAMILIES
-    print(harness.main(args.out, quick=args.quick, repetitions=args.repetitions, families=families))
+    table = harness.main(
+        args.out,
+        quick=args.quick,
+        repetitions=args.repetitions,
+        families=families,
+        command=command,
+    )
+    print(table)
     return 0
 
 

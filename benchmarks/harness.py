@@ -290,8 +290,9 @@ def _fmt(value, spec: str = ".3f") -> str:
     return "" if value is None or math.isnan(value) else format(value, spec)
 
 
-def write_tables(records: list[dict], out: Path) -> str:
-    """Write results.csv / .json / .md under ``out``; return the Markdown table."""
+def write_tables(records: list[dict], out: Path, command: str | None = None) -> str:
+    """Write results.csv / .json / .md under ``out``; return the Markdown (the table, after a
+    line naming ``command`` where given)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=_COLUMNS, extrasaction="ignore")
     writer.writeheader()
@@ -318,7 +319,7 @@ def write_tables(records: list[dict], out: Path) -> str:
             f"{_fmt(r.get('floor_q_median_rel_error', math.nan))} "
             f"| {_fmt(r.get('over_floor', math.nan), '.2f')} |"
         )
-    table = "\n".join(lines) + "\n"
+    table = (f"Command: `{command}`\n\n" if command else "") + "\n".join(lines) + "\n"
     atomic_write_text(out / "results.md", table)
     return table
 
@@ -330,16 +331,24 @@ def main(
     repetitions: int | None = None,
     estimators=ESTIMATORS,
     families=None,
+    command: str | None = None,
 ) -> str:
     """Run (or resume) the benchmark into ``out``; return the Markdown table.
 
     ``families``: only these families' cells (default: all; :data:`CLASSIC_FAMILIES` for the
-    first benchmark's grid).
+    first benchmark's grid). ``command``: what ran it, written above the table.
     """
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"--out {out} is a file, not a folder")
+    if repetitions is not None and repetitions < 1:
+        raise SystemExit(f"--repetitions must be at least 1, got {repetitions}")
     repetitions = repetitions or (5 if quick else 50)
     records = []
-    cells = [(e, *cell) for cell in grid(quick, families) for e in estimators]
+    try:
+        cells = require_jobs([(e, *cell) for cell in grid(quick, families) for e in estimators])
+    except ValueError as exc:  # an unknown family: the message, not a traceback
+        raise SystemExit(str(exc)) from None
     for estimator, family, alpha, d, n in tqdm(cells, desc="benchmark cells"):
         path = out / "cells" / f"{estimator}_{family}_a{alpha:g}_d{d:g}_n{n}_r{repetitions}.json"
         record = json.loads(path.read_text()) if path.exists() else None
@@ -349,4 +358,4 @@ def main(
             atomic_write_text(path, json.dumps(record))
         if record is not None:
             records.append(record)
-    return write_tables(records, out)
+    return write_tables(records, out, command)

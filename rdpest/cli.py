@@ -496,7 +496,10 @@ def _stop_workers() -> None:
 def _cmd_bench(args) -> int:
     harness = _benchmark_harness()
     out = Path(args.out)
-    print(harness.main(out, quick=args.quick, repetitions=args.repetitions))
+    flags = ["rdpest bench", *(["--quick"] if args.quick else [])]
+    flags += [] if args.repetitions is None else ["--repetitions", str(args.repetitions)]
+    command = " ".join([*flags, "--out", str(out)])
+    print(harness.main(out, quick=args.quick, repetitions=args.repetitions, command=command))
     print(
         f"results: {out / 'results.md'}, {out / 'results.csv'}, {out / 'results.json'}; "
         f"finished cells in {out / 'cells'}",

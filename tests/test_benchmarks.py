@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,29 @@ def test_a_partial_cuda_run_keeps_the_other_sections_results(tmp_path, bench, mo
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "Another GPU")
     assert cuda.main(["--protocol", "--out", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "throughput_cuda.json").read_text())["throughput"] == []
+
+
+def test_the_known_divergence_tables_name_their_command_and_bad_flags_are_messages(tmp_path, bench):
+    """Reviewer's findings: estimators/results.md and scale.md did not say what produced them;
+    --repetitions -1 ended in an IndexError, an unknown family and an --out that is a file in
+    tracebacks (the latter after the first cell had been computed)."""
+    harness = bench("harness")
+    table = harness.write_tables([], tmp_path, "python benchmarks/bench_estimators.py --quick")
+    assert table.startswith("Command: `python benchmarks/bench_estimators.py --quick`\n\n| ")
+    assert (tmp_path / "results.md").read_text() == table
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    for kwargs, message in [
+        ({"repetitions": -1}, "--repetitions must be at least 1, got -1"),
+        ({"families": ["nosuch"]}, "unknown families ['nosuch']"),
+        ({"out": a_file}, "is a file, not a folder"),
+    ]:
+        with pytest.raises(SystemExit, match=re.escape(message)):
+            harness.main(kwargs.pop("out", tmp_path / "out"), quick=True, **kwargs)
+    for name in (
+        "estimators/results.md",
+        "estimators/scale.md",
+        "estimators_new_families/results.md",
+    ):
+        text = (BENCHMARKS / "results" / name).read_text()
+        assert text.startswith("Command: `python benchmarks/bench_estimators.py"), name

@@ -251,7 +251,7 @@ def test_estimate_help_says_how_to_reproduce_an_audit(capsys):
 
 
 def test_bench_says_where_it_wrote(monkeypatch, tmp_path, capsys):
-    fake = types.SimpleNamespace(main=lambda out, quick, repetitions: "| table |")
+    fake = types.SimpleNamespace(main=lambda out, quick, repetitions, command: "| table |")
     monkeypatch.setattr(cli, "_benchmark_harness", lambda: fake)
     assert main(["bench", "--quick", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
