@@ -136,7 +136,8 @@ def table(rows: list[dict], pairs: int) -> str:
     lines = [
         "# Keeping freed memory in the C heap (DP-SGD training, CPU)",
         "",
-        f"Command: `{COMMAND} --pairs {pairs}` (this machine: 2 cores; one thread per child). "
+        f"Command: `{COMMAND} --pairs {pairs}` (this machine: {os.cpu_count()} cores; one "
+        "thread per child). "
         "Each child trains the throughput benchmark's stacked models once (digits, 100 "
         "full-batch steps, sigma = 1) after a warm-up, in a fresh process with "
         "`RDPEST_KEEP_HEAP=1` (the trainers' default: glibc keeps freed blocks of up to 32 MiB "
@@ -171,10 +172,14 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=3, help="children per arm and model")
     parser.add_argument("--fresh", action="store_true", help="discard stored children")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"results folder (default {OUT})")
     args = parser.parse_args(argv)
     if args.pairs < 1:
         parser.error("--pairs must be at least 1")
-    cells_dir = OUT / "cells"
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out} is a file, not a folder")
+    out = args.out
+    cells_dir = out / "cells"
     cells_dir.mkdir(parents=True, exist_ok=True)
     if args.fresh:
         for path in cells_dir.glob("*.json"):
@@ -195,8 +200,9 @@ def main(argv=None) -> int:
         atomic_write_text(path, json.dumps(cell, indent=1) + "\n")
         cells.append(cell)
     rows = summarise(cells)
-    atomic_write_text(OUT / "heap.json", json.dumps({"command": COMMAND, "rows": rows}, indent=1))
-    atomic_write_text(OUT / "heap.md", table(rows, args.pairs))
+    command = f"{COMMAND} --pairs {args.pairs}"
+    atomic_write_text(out / "heap.json", json.dumps({"command": command, "rows": rows}, indent=1))
+    atomic_write_text(out / "heap.md", table(rows, args.pairs))
     print(table(rows, args.pairs))
     return 0
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -379,15 +380,26 @@ def _validation_row(r: dict, eighth: str) -> str:
 
 
 def _markdown(
-    validation: list[dict], synth: list[dict], dp: list[dict], command: str, seconds: float
+    validation: list[dict],
+    synth: list[dict],
+    dp: list[dict],
+    command: str,
+    seconds: float,
+    kept: list[str] = (),
 ) -> str:
+    earlier = (
+        f" The {' and '.join(kept)} rows are kept from an earlier run (this one did not "
+        "compute them)."
+        if kept
+        else ""
+    )
     lines = [
         "# Audit power",
         "",
-        f"Command: `{command}` (2 CPU cores; finished audits are read back from "
+        f"Command: `{command}` ({os.cpu_count()} CPU cores; finished audits are read back from "
         "benchmarks/results/auditing/power/*.jsonl, so this run's "
         f"{seconds / 60:.0f} min are only the audits it had left). beta = {BETA}; default "
-        "estimators (dv with n_repeats=1, bernoulli, gdp_route).",
+        f"estimators (dv with n_repeats=1, bernoulli, gdp_route).{earlier}",
         "",
     ]
     if validation:
@@ -525,14 +537,25 @@ def main(argv=None) -> int:
         if args.dpsgd
         else []
     )
-    command = "python benchmarks/bench_power.py " + " ".join(argv or sys.argv[1:])
+    command = ("python benchmarks/bench_power.py " + " ".join(argv or sys.argv[1:])).strip()
     seconds = time.time() - start
+    # A section this run did not compute keeps its rows from the last run that did (a run of
+    # --validate alone once emptied the synthetic and DP-SGD tables).
+    earlier = json.loads((OUT / "power.json").read_text()) if (OUT / "power.json").is_file() else {}
+    kept = []
+    for name, ran in (("validation", args.validate), ("synthetic", args.synthetic)):
+        if not ran and earlier.get(name):
+            kept.append(name)
+    validation = validation if args.validate else earlier.get("validation", [])
+    synth = synth if args.synthetic else earlier.get("synthetic", [])
+    if not args.dpsgd and earlier.get("dpsgd"):
+        dp, kept = earlier["dpsgd"], [*kept, "dpsgd"]
     OUT.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
         OUT / "power.json",
         json.dumps({"validation": validation, "synthetic": synth, "dpsgd": dp}, indent=2),
     )
-    text = _markdown(validation, synth, dp, command.strip(), seconds)
+    text = _markdown(validation, synth, dp, command, seconds, kept)
     atomic_write_text(OUT / "power.md", text)
     print(text)
     return 0

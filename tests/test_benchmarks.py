@@ -105,3 +105,21 @@ def test_the_known_divergence_tables_name_their_command_and_bad_flags_are_messag
     ):
         text = (BENCHMARKS / "results" / name).read_text()
         assert text.startswith("Command: `python benchmarks/bench_estimators.py"), name
+
+
+def test_a_partial_power_run_keeps_the_sections_it_did_not_compute(tmp_path, bench, monkeypatch):
+    """Reviewer's finding: `bench_power.py --validate` alone rewrote power.json and power.md
+    with the synthetic and DP-SGD sections empty."""
+    power = bench("bench_power")
+    committed = json.loads((power.OUT / "power.json").read_text())
+    (tmp_path / "power.json").write_text(json.dumps(committed))
+    monkeypatch.setattr(power, "OUT", tmp_path)
+    monkeypatch.setattr(power, "validate", lambda repetitions: committed["validation"][:3])
+    assert power.main(["--validate"]) == 0
+    saved = json.loads((tmp_path / "power.json").read_text())
+    assert saved["validation"] == committed["validation"][:3]
+    assert saved["synthetic"] == committed["synthetic"] and saved["dpsgd"] == committed["dpsgd"]
+    assert (
+        "synthetic and dpsgd rows are kept from an earlier run"
+        in (tmp_path / "power.md").read_text()
+    )
