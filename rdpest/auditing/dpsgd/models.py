@@ -385,10 +385,9 @@ def check_model(model: nn.Module, batch: torch.Tensor, n_classes: int) -> None:
         with torch.no_grad():
             out = model(batch)
     except Exception as exc:  # a user factory's forward pass can fail in any way
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise ValueError(
             f"the model fails on a batch of the audit's data (shape {tuple(batch.shape)}, "
-            f"float32): {type(exc).__name__}: {message}"
+            f"float32): {_first_line(exc)}"
         ) from None
     finally:
         model.train(was_training)
@@ -410,28 +409,26 @@ def _check_gradients(model: nn.Module, batch: torch.Tensor) -> None:
     without a name. Done on a copy, with the random generators restored, so the model (its
     buffers, its gradients) and the caller's random streams are as they were. Two rows decide:
     a model whose use of a parameter depends on the data may be refused."""
-    model = copy.deepcopy(model)
+    model = copy.deepcopy(model).train()
     devices = sorted({p.device.index or 0 for p in model.parameters() if p.is_cuda})
-    was_training = model.training
-    model.train()
     try:
         with torch.random.fork_rng(devices=devices), torch.enable_grad():
             model(batch).sum().backward()
     except Exception as exc:  # a user model's backward pass can fail in any way
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise ValueError(
-            f"the model's gradients cannot be computed on a batch of the audit's data: "
-            f"{type(exc).__name__}: {message}"
+            "the model's gradients cannot be computed on a batch of the audit's data: "
+            f"{_first_line(exc)}"
         ) from None
-    else:
-        unused = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
-    finally:
-        for param in model.parameters():
-            param.grad = None
-        model.train(was_training)
+    unused = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
     if unused:
         raise ValueError(
             f"the model's parameter(s) {', '.join(map(repr, unused))} get no gradient from its "
             "output (not used in forward?); DP-SGD needs every trainable parameter used, or "
             "frozen with requires_grad=False"
         )
+
+
+def _first_line(exc: Exception) -> str:
+    """``Type: first line of the message`` (torch's messages run over many lines)."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
