@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import output_folder
 
 from rdpest.auditing import DPSGDAuditor
 from rdpest.auditing.dpsgd.run import DPSGDRun
@@ -272,9 +273,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help=f"results folder (default {OUT})")
     args = parser.parse_args(argv)
     if args.out is not None:
-        if args.out.exists() and not args.out.is_dir():
-            raise SystemExit(f"--out {args.out} is a file, not a folder")
-        args.out.mkdir(parents=True, exist_ok=True)
+        output_folder(args.out).mkdir(parents=True, exist_ok=True)
         OUT, JSON = args.out, args.out / JSON.name
     if args.render:
         if not JSON.is_file():

@@ -542,14 +542,15 @@ def main(argv=None) -> int:
     # A section this run did not compute keeps its rows from the last run that did (a run of
     # --validate alone once emptied the synthetic and DP-SGD tables).
     earlier = json.loads((OUT / "power.json").read_text()) if (OUT / "power.json").is_file() else {}
-    kept = []
-    for name, ran in (("validation", args.validate), ("synthetic", args.synthetic)):
-        if not ran and earlier.get(name):
-            kept.append(name)
-    validation = validation if args.validate else earlier.get("validation", [])
-    synth = synth if args.synthetic else earlier.get("synthetic", [])
-    if not args.dpsgd and earlier.get("dpsgd"):
-        dp, kept = earlier["dpsgd"], [*kept, "dpsgd"]
+    sections = {
+        "validation": (args.validate, validation),
+        "synthetic": (args.synthetic, synth),
+        "dpsgd": (args.dpsgd, dp),
+    }
+    kept = [name for name, (ran, _) in sections.items() if not ran and earlier.get(name)]
+    validation, synth, dp = (
+        rows if ran else earlier.get(name, []) for name, (ran, rows) in sections.items()
+    )
     OUT.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
         OUT / "power.json",

@@ -262,6 +262,14 @@ def require_jobs(jobs: list) -> list:
     return jobs
 
 
+def output_folder(out) -> Path:
+    """``out`` as a folder to write results into, or an exit saying that it is a file."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise SystemExit(f"--out {out} is a file, not a folder")
+    return out
+
+
 def results_folder(out, default: Path, quick: bool) -> Path:
     """Where a benchmark writes: ``out`` if given; else ``default`` (its committed results), or
     for a ``--quick`` run the same folder under ``benchmarks/results/quick/``, so that a quick
@@ -338,9 +346,7 @@ def main(
     ``families``: only these families' cells (default: all; :data:`CLASSIC_FAMILIES` for the
     first benchmark's grid). ``command``: what ran it, written above the table.
     """
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise SystemExit(f"--out {out} is a file, not a folder")
+    out = output_folder(out)
     if repetitions is not None and repetitions < 1:
         raise SystemExit(f"--repetitions must be at least 1, got {repetitions}")
     repetitions = repetitions or (5 if quick else 50)

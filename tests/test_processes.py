@@ -189,9 +189,9 @@ def test_a_worker_orphaned_while_it_starts_ends_itself():
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and _alive(child):
+    while time.monotonic() < deadline and processes._running(child):
         time.sleep(0.2)
-    alive = _alive(child)
+    alive = processes._running(child)
     if alive:
         os.kill(child, signal.SIGKILL)
     assert not alive, "the orphaned worker did not end itself"
@@ -205,12 +205,3 @@ def test_end_with_parent_leaves_a_worker_with_its_parent_running():
     code += "end_with_parent(os.getppid()); end_with_parent(); end_with_parent(1); print('alive')"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, ended but not yet reaped by its new parent, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False

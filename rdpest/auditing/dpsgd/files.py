@@ -72,16 +72,15 @@ def _read_file(path: Path, expected_size=None) -> bytes:
     """The bytes of ``path``, decompressed when its name ends in ``.gz``.
 
     ``expected_size(head)`` (for a gzipped file) gives the file's length from its first
-    ``_HEAD`` bytes; reading stops one byte past it, so a corrupt or hostile archive inflates no
-    further than that (and :data:`_MAX_BYTES`) before the length check refuses it."""
+    ``_HEAD`` bytes (default: :data:`_MAX_BYTES`); reading stops one byte past it, so a corrupt
+    or hostile archive inflates no further than that before the length check refuses it."""
     try:
         if path.suffix != ".gz":
             return path.read_bytes()
         with gzip.open(path, "rb") as handle:
-            if expected_size is None:
-                return handle.read()
             parts = [handle.read(_HEAD)]
-            left = expected_size(parts[0]) + 1 - len(parts[0])
+            size = _MAX_BYTES if expected_size is None else expected_size(parts[0])
+            left = size + 1 - len(parts[0])
             while left > 0 and (chunk := handle.read(min(left, 1 << 20))):
                 parts.append(chunk)
                 left -= len(chunk)
@@ -100,8 +99,12 @@ def _idx_size(head: bytes) -> int:
     header = 4 + 4 * ndim
     if len(head) < header:
         return len(head)
-    size = math.prod(int(s) for s in np.frombuffer(head, ">u4", count=ndim, offset=4))
-    return header + min(size, _MAX_BYTES)
+    return header + min(math.prod(_idx_shape(head, ndim)), _MAX_BYTES)
+
+
+def _idx_shape(data: bytes, ndim: int) -> tuple[int, ...]:
+    """The sizes an IDX header announces: ``ndim`` big-endian uint32 after the magic number."""
+    return tuple(int(s) for s in np.frombuffer(data, dtype=">u4", count=ndim, offset=4))
 
 
 def _parse_idx(data: bytes, path: Path, ndim: int) -> np.ndarray:
@@ -129,7 +132,7 @@ def _parse_idx(data: bytes, path: Path, ndim: int) -> np.ndarray:
     header = 4 + 4 * ndim
     if len(data) < header:
         raise ValueError(f"{name!r}: the file ends inside its IDX header ({len(data)} bytes)")
-    shape = tuple(int(s) for s in np.frombuffer(data, dtype=">u4", count=ndim, offset=4))
+    shape = _idx_shape(data, ndim)
     size = math.prod(shape)
     if len(data) != header + size:
         # a gzipped file is read only to one byte past the announced size (_read_file)
@@ -306,7 +309,7 @@ def load_cifar10(path: str | os.PathLike, split: str = "train") -> tuple[np.ndar
                     f"no CIFAR-10 batch {name} (or {name}.gz) in {str(folder)!r}; the binary "
                     f"version holds {', '.join(_CIFAR_FILES['train'] + _CIFAR_FILES['test'])}"
                 )
-            data = _read_file(file, lambda head: _MAX_BYTES)
+            data = _read_file(file)
             if len(data) == 0 or len(data) % _CIFAR_RECORD:
                 raise ValueError(
                     f"{str(file)!r} holds {len(data)} bytes, not a whole number of "

@@ -372,8 +372,7 @@ def check_model(model: nn.Module, batch: torch.Tensor, n_classes: int) -> None:
                 "(inplace=True), which Opacus's per-example gradients cannot follow; build it "
                 "with inplace=False (the same function)"
             )
-    trainable = [name for name, param in model.named_parameters() if param.requires_grad]
-    if not trainable:
+    if not any(param.requires_grad for param in model.parameters()):
         raise ValueError("the model has no trainable parameters (none with requires_grad=True)")
     errors = ModuleValidator.validate(model, strict=False)
     if errors:
