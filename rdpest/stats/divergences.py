@@ -114,8 +114,10 @@ def _gaussian_renyi_divergence(
     # D = ln(σ_q/σ_p) + ln(σ_q²/s²) / (2(α−1)) + α (μ_p − μ_q)² / (2 s²).
     # Evaluated with v = σ_p²/σ_q² − 1 and s²/σ_q² = 1 + (1−α) v through log1p: the two log terms
     # cancel to first order in v, and log1p keeps their difference (≈ α v²/4) accurate when
-    # σ_p ≈ σ_q; equal variances give exactly 0.
-    v = (std_p - std_q) * (std_p + std_q) / std_q**2
+    # σ_p ≈ σ_q; equal variances give exactly 0. Everything is in units of σ_q (r = σ_p/σ_q),
+    # so no square of a standard deviation over- or underflows.
+    r = std_p / std_q
+    v = (r - 1.0) * (r + 1.0)
     z = 1.0 + (1.0 - alpha) * v
     if not z > 0.0:
         return math.inf
@@ -127,8 +129,11 @@ def _gaussian_renyi_divergence(
             variance_part += ((alpha - 1.0) ** (k - 1) + (-1.0) ** k) * v**k / k
         variance_part *= 0.5
     else:
-        variance_part = -0.5 * math.log1p(v) - math.log1p((1.0 - alpha) * v) / (2.0 * (alpha - 1.0))
-    return variance_part + alpha * (mean_p - mean_q) ** 2 / (2.0 * std_q**2 * z)
+        # ln(σ_q/σ_p) = −½ log1p(v), which loses σ_p²/σ_q² once it is below the rounding of 1
+        # (v rounds to −1): there, the logarithms of the two deviations themselves.
+        log_ratio = -0.5 * math.log1p(v) if v > -0.5 else math.log(std_q) - math.log(std_p)
+        variance_part = log_ratio - math.log1p((1.0 - alpha) * v) / (2.0 * (alpha - 1.0))
+    return variance_part + alpha / (2.0 * z) * ((mean_p - mean_q) / std_q) ** 2
 
 
 def _symmetric_covariance(cov, name: str, dimension: int) -> np.ndarray:
@@ -497,11 +502,18 @@ def _poisson_rate_renyi_divergence(alpha: float, rate: float) -> float:
     u = math.log(rate)
     if abs(alpha * u) <= 0.5:
         # Σ_{k>=2} (α^k − α) u^k / k!: the k = 1 terms cancel; terms shrink by a factor <= 1/2.
-        total, power_alpha, power_u = 0.0, alpha, u
+        # Each term is (αu)^k/k! − α u^k/k!, two sequences that neither over- nor underflow
+        # before they stop mattering (α^k alone overflows for large α); below α = 2, where the
+        # two nearly cancel, (α^k − α) = α expm1((k − 1) log α) instead.
+        total, scaled, plain = 0.0, alpha * u, u
+        log_alpha = math.log(alpha)
         for k in range(2, 60):
-            power_alpha *= alpha
-            power_u *= u / k
-            total += (power_alpha - alpha) * power_u
+            scaled *= alpha * u / k
+            plain *= u / k
+            if alpha < 2.0:
+                total += plain * alpha * math.expm1((k - 1) * log_alpha)
+            else:
+                total += scaled - alpha * plain
         return total / (alpha - 1.0)
     try:
         return (math.expm1(alpha * u) - alpha * math.expm1(u)) / (alpha - 1.0)

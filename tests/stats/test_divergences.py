@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from opacus.accountants.analysis.rdp import compute_rdp
 from scipy import integrate, special
 
+from rdpest import datasets
 from rdpest.stats import divergences as dv
 
 ALPHAS = [1.01, 1.25, 2.0, 8.0]
@@ -113,6 +114,27 @@ def test_gaussian_known_values_and_edges():
     d = dv.gaussian_renyi_divergence(2.0, 0.0, math.sqrt(1.0 + v), 0.0, 1.0)
     assert d == pytest.approx(2.0 * v**2 / 4.0, rel=1e-5)
     assert isinstance(d, float)
+
+
+@pytest.mark.parametrize(
+    ("std_p", "scale"),
+    [
+        (s, c)
+        for s, c in itertools.product([1e-6, 1e-8, 1e-9, 1e-100, 1e-300], [1.0, 1e8, 1e-8, 1e200])
+        if s * c > 1e-307  # σ_p itself stays a normal double
+    ]
+    + [(1e-100, 1e-200)],
+)
+def test_gaussian_with_a_tiny_variance_ratio_is_exact_at_any_scale(std_p, scale):
+    # σ_p/σ_q far below the rounding of 1, and deviations whose squares leave double range:
+    # D = ln(σ_q/σ_p) − ln(α − (α − 1) σ_p²/σ_q²)/(2(α − 1)) + α Δμ²/(2 s²), written out with
+    # logarithms of the deviations (nothing cancels), to 1e-12. Before, σ_p = 1e-8 gave 17.68
+    # instead of 18.07 and σ_p <= 1e-9 raised a math domain error.
+    alpha, ratio = 2.0, std_p
+    exact = -math.log(ratio) - math.log(alpha - (alpha - 1.0) * ratio**2) / (2.0 * (alpha - 1.0))
+    exact += alpha * 0.5**2 / (2.0 * (alpha - (alpha - 1.0) * ratio**2))
+    got = dv.gaussian_renyi_divergence(alpha, 0.5 * scale, std_p * scale, 0.0, scale)
+    assert got == pytest.approx(exact, rel=1e-12)
 
 
 def _assert_nonnegative_nondecreasing(low: float, high: float) -> None:
@@ -549,6 +571,25 @@ def test_quadrature_rejects_degenerate_densities():
 # ---------------------------------------------------------------------------------------------
 # The private ground truths of the issue-17 families (rdpest.datasets), against 40-digit mpmath
 # ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [1.0 + 1e-9, 1.0001, 1.9, 2e5, 1e6])
+@pytest.mark.parametrize("rate", [1.0 - 1e-7, 1.0 + 1e-8, 1.0 + 1e-7, 1.1])
+def test_poisson_series_at_extreme_orders_against_mpmath(alpha, rate):
+    """α^k overflowed the series at α ≳ 1.6e5 (inf · 0 = NaN: a refusal of valid arguments, even
+    at λ = 1); near α = 1 the series' terms nearly cancel. mpmath (40 digits) evaluates
+    [expm1(α log λ) − α expm1(log λ)]/(α − 1) at the same double λ."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 40
+    a, u = mpmath.mpf(alpha), mpmath.log(mpmath.mpf(rate))
+    exact = float((mpmath.expm1(a * u) - a * mpmath.expm1(u)) / (a - 1))
+    assert dv._poisson_rate_renyi_divergence(alpha, rate) == pytest.approx(exact, rel=1e-9)
+
+
+def test_poisson_family_at_the_largest_order():
+    assert datasets.family_divergence("poisson_rate", 2e5, {"rate": 1.0}) == 0.0
+    p, q, d = datasets.make_renyi_pair("poisson_rate", 1e6, 1.0, 10, random_state=0)
+    assert d == pytest.approx(1.0, rel=1e-6) and p.shape == q.shape == (10,)
 
 
 @pytest.mark.parametrize("alpha", [1.01, 2.0, 8.0, 64.0])
