@@ -41,7 +41,7 @@ def _estimator(args):
 
 def _header_lines(file: Path, delimiter: str | None) -> int:
     """1 when the first line of a text file is a header (some field is not a number), else 0."""
-    with open(file, encoding="utf-8") as handle:
+    with open(file, encoding="utf-8-sig") as handle:  # -sig: a spreadsheet's byte-order mark
         first = handle.readline()
     fields = [f.strip() for f in first.strip().split(delimiter)]
     try:
@@ -86,11 +86,14 @@ def load_samples(path: str) -> np.ndarray:
         else:
             delimiter = "," if suffix == ".csv" else None
             skip = _header_lines(file, delimiter)
-            if skip and not any(line.strip() for line in file.read_text().splitlines()[1:]):
+            lines = file.read_text(encoding="utf-8-sig").splitlines()
+            if skip and not any(line.strip() for line in lines[1:]):
                 raise ValueError("it holds a header line and no numbers")
             with warnings.catch_warnings():  # an empty file is reported below, on one line
                 warnings.filterwarnings("ignore", "loadtxt: input contained no data")
-                data = np.loadtxt(file, delimiter=delimiter, ndmin=1, skiprows=skip)
+                data = np.loadtxt(
+                    file, delimiter=delimiter, ndmin=1, skiprows=skip, encoding="utf-8-sig"
+                )
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {path}: {exc or type(exc).__name__}") from None
     data = np.asarray(data)
@@ -246,9 +249,13 @@ def _cmd_evaluate(args) -> int:
             membership_delta=args.membership_delta,
             store=opened,
         )
-    except ValueError as exc:  # name the files, not the function's arguments
-        message = str(exc).replace("losses_without_canary", args.without)
-        raise ValueError(message.replace("losses_with_canary", args.with_canary)) from None
+    except ValueError as exc:  # name the files, not the function's arguments (in one pass, so
+        # that a file named like an argument is not renamed again)
+        files = {"losses_without_canary": args.without, "losses_with_canary": args.with_canary}
+        message = re.sub(
+            r"(?<!\w)losses_with(?:out)?_canary(?!\w)", lambda m: files[m.group()], str(exc)
+        )
+        raise ValueError(message) from None
     finally:
         if opened is not None:
             opened.close()

@@ -176,6 +176,10 @@ def test_evaluate_errors_name_the_file(tmp_path, capsys):
         ),
         (tmp_path / "missing.npy", good, "no such file"),
     ]
+    # a file named like evaluate's own argument is named once, not renamed again
+    named = tmp_path / "losses_with_canary.csv"
+    np.savetxt(named, np.linspace(0, 1, 12))
+    cases.append((named, good, f"{named} has 12 scores but {good} has 20"))
     for without, with_, needle in cases:
         assert main(["evaluate", str(without), str(with_), "--claim", "1", "--alpha", "2"]) == 1
         err = capsys.readouterr().err
@@ -202,6 +206,15 @@ def test_headered_csv_skips_only_a_non_numeric_first_line(tmp_path):
     only.write_text("loss\n")
     with pytest.raises(ValueError, match=r"only\.csv: it holds a header line and no numbers"):
         load_samples(str(only))
+    # A spreadsheet's "CSV UTF-8" starts with a byte-order mark: the first number is still a
+    # number (it was read as a header and dropped), and a header after the mark is still skipped.
+    for text, expected in (("0.5\n1.5\n2.5\n", [0.5, 1.5, 2.5]), ("loss\n1.5\n", [1.5])):
+        marked = tmp_path / "marked.csv"
+        marked.write_text(text, encoding="utf-8-sig")
+        np.testing.assert_array_equal(load_samples(str(marked)), expected)
+        marked_txt = tmp_path / "marked.txt"
+        marked_txt.write_text(text, encoding="utf-8-sig")
+        np.testing.assert_array_equal(load_samples(str(marked_txt)), expected)
     broken = tmp_path / "broken.csv"  # a second non-numeric line is not skipped
     broken.write_text("loss\nx\n1\n")
     with pytest.raises(ValueError, match="cannot read"):
