@@ -199,7 +199,31 @@ def with_canary(dataset, x, y) -> torch.utils.data.Dataset:
         )
     x = _like(x, first[0], "input")
     y = _like(y, first[1], "label")
+    _check_label(dataset, y)
     return CanaryDataset(dataset, x, y)
+
+
+def _check_label(dataset, y) -> None:
+    """An integer canary label is a class index: never negative (cross-entropy refuses it, or
+    ignores the canary at its ignore_index -100), and a warning when a TensorDataset's labels
+    never reach it (a model with one output per class in the data cannot train on it)."""
+    value = y.item() if isinstance(y, torch.Tensor | np.ndarray) else y
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return
+    if value < 0:
+        raise ValueError(f"the canary's label must be a class index >= 0, got {value}")
+    tensors = getattr(dataset, "tensors", ())
+    if isinstance(dataset, torch.utils.data.TensorDataset) and len(tensors) == 2:
+        labels = tensors[1]
+        if labels.numel() and not labels.is_floating_point() and labels.dtype != torch.bool:
+            top = int(labels.max())
+            if value > top:
+                warnings.warn(
+                    f"the canary's label {value} is above every label of the data set (at most "
+                    f"{top}): a model with one output per class of the data cannot train on it",
+                    UserWarning,
+                    stacklevel=3,
+                )
 
 
 # ------------------------------------------------------------------------------- the claim
@@ -407,11 +431,13 @@ class OpacusTraining:
         self.canary = self._with_canary.canary
         self._histories: dict[bool, list] = {}
         self._warned = False
+        self._last_accountant = None
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["_histories"] = {}  # what one process saw is not another's
         state["_warned"] = False
+        state["_last_accountant"] = None
         return state
 
     def _train(self, include_canary: bool, seed: int):
@@ -422,6 +448,14 @@ class OpacusTraining:
         with forked_rng(seed, resolve_device(self.device)):
             out = self.train_fn(data, seed)
         model, accountant = _split_output(out, "train_fn")
+        if accountant is not None and accountant is self._last_accountant:
+            raise ValueError(
+                "train_fn returned the same Opacus accountant as the run before: one "
+                "PrivacyEngine kept across runs adds every run's steps to its history, so the "
+                "accounting (and a claim read from it) grows with the number of runs. Create the "
+                "PrivacyEngine inside train_fn, a new one in every call"
+            )
+        self._last_accountant = accountant  # held, so no later object can take its identity
         history = None if accountant is None else [tuple(e) for e in accountant.history]
         return model, history
 
@@ -500,13 +534,24 @@ def _warn_if_different(without: list, with_: list) -> bool:
         return False
     rates_without = sorted({float(e[1]) for e in without})
     rates_with = sorted({float(e[1]) for e in with_})
+    if rates_without != rates_with:
+        advice = (
+            f"sample rates {rates_without} without the canary, {rates_with} with it. "
+            "make_private(poisson_sampling=True) accounts with 1 / len(data_loader), which the "
+            "canary changes; fix the rate from the data set WITHOUT the canary: "
+            "DPDataLoader(dataset, sample_rate=batch_size / n_without_canary) and "
+            "make_private(..., poisson_sampling=False)"
+        )
+    else:  # same rates: the noise or the number of steps differs
+        advice = (
+            "the sample rates agree, so the noise or the number of steps differs: train both "
+            "for a fixed number of steps with the same noise (epochs over a loader that the "
+            "canary lengthens add steps)"
+        )
     warnings.warn(
-        "the privacy accounting differs between the two neighbouring data sets: without the "
-        f"canary sample rates {rates_without} (history {without}), with it {rates_with} "
-        f"(history {with_}). make_private(poisson_sampling=True) accounts with 1 / "
-        "len(data_loader), which the canary changes; fix the rate from the data set WITHOUT the "
-        "canary: DPDataLoader(dataset, sample_rate=batch_size / n_without_canary) and "
-        "make_private(..., poisson_sampling=False)",
+        "the privacy accounting differs between the two neighbouring data sets (histories of "
+        f"(noise_multiplier, sample_rate, steps): without the canary {without}, with it "
+        f"{with_}): {advice}",
         UserWarning,
         stacklevel=3,
     )

@@ -165,7 +165,7 @@ def test_with_canary_refuses_a_canary_that_conversion_would_change(dataset, x, y
 
 
 def test_with_canary_keeps_what_converts_exactly():
-    flat = TensorDataset(torch.zeros(2, 1, 2, 3), torch.zeros(2, dtype=torch.long))
+    flat = TensorDataset(torch.zeros(2, 1, 2, 3), torch.tensor([0, 1]))
     x, y = with_canary(flat, np.arange(6.0), np.int64(1))[2]  # a flat input in the image shape
     assert x.shape == (1, 2, 3) and x.flatten().tolist() == list(range(6)) and int(y) == 1
     x, y = with_canary(_IntegerPairs(), [1.0, 2.0], 0.0)[3]  # whole floats into integers
@@ -306,6 +306,63 @@ def test_adapter_errors_are_clear():
 
 def returns_a_number(dataset, seed):
     return 1.0
+
+
+_SHARED_ENGINE = {}
+
+
+def train_with_one_engine_for_all_runs(dataset, seed):
+    """The full-batch training, but with one PrivacyEngine made once and kept across calls."""
+    _quiet()
+    engine = _SHARED_ENGINE.setdefault("engine", PrivacyEngine(accountant="rdp"))
+    model = torch.nn.Linear(3, 2)
+    loader = DataLoader(dataset, batch_size=len(dataset))
+    model, optimizer, loader = engine.make_private(
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
+        data_loader=loader,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        poisson_sampling=False,
+    )
+    for xb, yb in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(xb), yb).backward()
+        optimizer.step()
+    return model, engine
+
+
+def test_an_engine_kept_across_runs_is_refused():
+    # Its history adds every run's steps: the second arm's claim would be twice the first's,
+    # and the warning blamed the sample rates, which were equal.
+    warnings.filterwarnings("ignore", message="PrivacyEngine detected new dataset object")
+    _SHARED_ENGINE.clear()
+    with pytest.raises(ValueError, match="same Opacus accountant as the run before"):
+        OpacusTraining(train_with_one_engine_for_all_runs, DATA, CANARY).check_accounting()
+    _SHARED_ENGINE.clear()
+    score_fn = OpacusTraining(train_with_one_engine_for_all_runs, DATA, CANARY)
+    score_fn(False, 0)
+    with pytest.raises(ValueError, match="a new one in every call"):
+        score_fn(False, 1)
+
+
+def test_differing_steps_at_equal_rates_are_named_as_such():
+    from rdpest.auditing.dpsgd.adapter import _warn_if_different
+
+    with pytest.warns(UserWarning, match="sample rates agree, so the noise or the number of steps"):
+        _warn_if_different([(1.0, 0.25, 8)], [(1.0, 0.25, 16)])
+
+
+def test_a_canary_label_outside_the_classes():
+    with pytest.raises(ValueError, match="class index >= 0, got -1"):
+        with_canary(DATA, torch.zeros(3), -1)
+    with pytest.raises(ValueError, match="class index >= 0, got -100"):
+        OpacusTraining(train_full_batch, DATA, (torch.zeros(3), torch.tensor(-100)))
+    with pytest.warns(UserWarning, match="label 5 is above every label of the data set"):
+        with_canary(DATA, torch.zeros(3), 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        with_canary(DATA, torch.zeros(3), 1)  # a label the data has
 
 
 def test_the_sample_rate_trap_warns_with_both_rates():
