@@ -123,6 +123,29 @@ class AuditResult:
     rounds: list[dict[str, Any]] = field(default_factory=list)
     membership: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self):
+        def fail(what: str):
+            raise ValueError(f"AuditResult: {what}")
+
+        try:
+            self.losses_without_canary = np.asarray(self.losses_without_canary, dtype=float)
+            self.losses_with_canary = np.asarray(self.losses_with_canary, dtype=float)
+            self.claimed_epsilon, self.alpha, self.beta = (
+                float(v) for v in (self.claimed_epsilon, self.alpha, self.beta)
+            )
+        except (TypeError, ValueError) as exc:
+            fail(f"the losses, claimed_epsilon, alpha and beta must be numbers ({exc})")
+        _check_values(
+            self.losses_without_canary,
+            self.losses_with_canary,
+            self.claimed_epsilon,
+            self.alpha,
+            self.beta,
+            fail,
+        )
+        if self.verdict not in _VERDICTS:
+            fail(f"'verdict' must be one of {', '.join(_VERDICTS)}, got {self.verdict!r}")
+
     @property
     def n_runs(self) -> int:
         return len(self.losses_without_canary)
@@ -186,8 +209,8 @@ class AuditResult:
         """A plain-text table of the estimates against the claim, and the verdict."""
         lines = [
             f"Rényi DP audit: alpha = {self.alpha:g}, claimed epsilon_alpha = "
-            f"{self.claimed_epsilon:.4g}, {self.n_runs} runs with and {self.n_runs} without "
-            f"the canary, beta = {self.beta:g}",
+            f"{_claim_text(self.claimed_epsilon)}, {self.n_runs} runs with and "
+            f"{self.n_runs} without the canary, beta = {self.beta:g}",
             f"{'estimator':<16}{'estimate':>10}{'lower bound':>13}{'level':>8}  certified",
         ]
         for name, e in self.estimates.items():
@@ -336,10 +359,16 @@ class AuditResult:
         """Draw the histograms, the bounds and (sequential audits) the rounds into ``axes``."""
         ax_hist = axes[0]
         both = np.concatenate([self.losses_without_canary, self.losses_with_canary])
-        bins = np.histogram_bin_edges(both, bins=40)
-        ax_hist.hist(self.losses_without_canary, bins=bins, alpha=0.6, label="O: without canary")
-        ax_hist.hist(self.losses_with_canary, bins=bins, alpha=0.6, label="O′: with canary")
-        ax_hist.set_xlabel("canary score (loss)")
+        # Scores whose range leaves double range (finite, near ±1.8e308) are drawn scaled.
+        span = float(both.max()) - float(both.min())  # Python floats: inf, not a warning
+        scale = 1.0 if math.isfinite(span) else float(np.max(np.abs(both)))
+        bins = np.histogram_bin_edges(both / scale, bins=40)
+        for losses, label in (
+            (self.losses_without_canary, "O: without canary"),
+            (self.losses_with_canary, "O′: with canary"),
+        ):
+            ax_hist.hist(losses / scale, bins=bins, alpha=0.6, label=label)
+        ax_hist.set_xlabel("canary score (loss)" + ("" if scale == 1.0 else f" / {scale:.3g}"))
         ax_hist.set_ylabel("runs")
         ax_hist.legend()
         self._plot_bounds(axes[1])
@@ -446,13 +475,19 @@ def _noise_multiplier(config: dict) -> float | None:
     return None
 
 
+def _claim_text(claim: float) -> str:
+    """The claim with the bounds' four decimals (so that a bound printed beside it reads as
+    above or below it as the verdict says), and significant digits where that shows nothing."""
+    return f"{claim:.4f}" if claim == 0.0 or claim >= 1e-3 else f"{claim:.4g}"
+
+
 def _jsonable(value):
+    """What JSON cannot write itself: numpy values as numbers and lists, anything else (a path, a
+    device) as its text."""
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
         return value.tolist()
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
     return str(value)
 
 
@@ -485,19 +520,10 @@ def _checked_payload(payload: dict, where: str) -> dict[str, Any]:
         if not all(_is_number(v) for v in values):
             fail(f"{key!r} must be a flat list of numbers")
         arrays[key] = np.asarray(values, dtype=float).reshape(-1)
-        if not np.isfinite(arrays[key]).all():
-            fail(f"{key!r} must hold finite numbers")
-    if arrays["losses_without_canary"].size != arrays["losses_with_canary"].size:
-        fail("'losses_with_canary' and 'losses_without_canary' must have one loss per run each")
     alpha = float(need("alpha", int | float, "a number"))
     beta = float(need("beta", int | float, "a number"))
     claim = float(need("claimed_epsilon", int | float, "a number"))
-    if not alpha > 1.0:
-        fail(f"'alpha' must be > 1, got {alpha!r}")
-    if not 0.0 < beta < 1.0:
-        fail(f"'beta' must be in (0, 1), got {beta!r}")
-    if not (math.isfinite(claim) and claim >= 0.0):
-        fail(f"'claimed_epsilon' must be a finite number >= 0, got {claim!r}")
+    _check_values(*arrays.values(), claim, alpha, beta, fail)
     estimates = need("estimates", dict, "an object")
     for name, entry in estimates.items():
         if not isinstance(entry, dict) or not {
@@ -534,6 +560,23 @@ def _checked_payload(payload: dict, where: str) -> dict[str, Any]:
         "rounds": rounds,
         "membership": _checked_membership(payload.get("membership", {}), where),
     }
+
+
+def _check_values(without, with_, claim, alpha, beta, fail) -> None:
+    """The scores and the audit's numbers, as every result (built or read) must have them."""
+    for key, losses in (("losses_without_canary", without), ("losses_with_canary", with_)):
+        if losses.ndim != 1 or losses.size == 0:
+            fail(f"{key!r} must hold one loss per run (a non-empty 1-D array)")
+        if not np.isfinite(losses).all():
+            fail(f"{key!r} must hold finite numbers")
+    if without.size != with_.size:
+        fail("'losses_with_canary' and 'losses_without_canary' must have one loss per run each")
+    if not alpha > 1.0:
+        fail(f"'alpha' must be > 1, got {alpha!r}")
+    if not 0.0 < beta < 1.0:
+        fail(f"'beta' must be in (0, 1), got {beta!r}")
+    if not (math.isfinite(claim) and claim >= 0.0):
+        fail(f"'claimed_epsilon' must be a finite number >= 0, got {claim!r}")
 
 
 def _check_power(power: dict, verdict: str, fail) -> None:

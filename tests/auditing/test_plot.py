@@ -155,3 +155,50 @@ def test_a_zero_bound_gets_a_visible_marker_at_zero(tmp_path):
     # Positive bounds get no such marker.
     fig = _result(bounds=(0.4, 0.3)).plot(tmp_path / "audit2.png")
     assert _zero_markers(fig.axes[1]) == []
+
+
+def test_scores_beyond_the_histograms_range_are_drawn_scaled(tmp_path):
+    # ±1e308 are finite (evaluate accepts them), but their range overflowed numpy's bin edges
+    # ("Too many bins for data range").
+    result = _result()
+    result.losses_without_canary = np.full(50, -1e308)
+    result.losses_with_canary = np.full(50, 1e308)
+    fig = result.plot()
+    try:
+        assert fig.axes[0].get_xlabel() == "canary score (loss) / 1e+308"
+    finally:
+        plt.close(fig)
+    assert _result().plot().axes[0].get_xlabel() == "canary score (loss)"
+    plt.close("all")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"losses_with_canary": np.zeros(30)}, "one loss per run each"),
+        ({"losses_without_canary": np.array([0.0, np.nan] * 25)}, "must hold finite numbers"),
+        ({"losses_without_canary": [], "losses_with_canary": []}, "non-empty 1-D"),
+        ({"losses_with_canary": np.zeros((25, 2))}, "non-empty 1-D"),
+        ({"alpha": 1.0}, "'alpha' must be > 1"),
+        ({"beta": 0.0}, r"'beta' must be in \(0, 1\)"),
+        ({"claimed_epsilon": float("inf")}, "'claimed_epsilon' must be a finite number"),
+        ({"claimed_epsilon": "one"}, "must be numbers"),
+        ({"verdict": "ok"}, "'verdict' must be one of"),
+    ],
+)
+def test_a_result_built_directly_is_checked_as_a_read_one_is(change, message):
+    # Unchecked, unequal sides printed "30 runs with and 30 without", and NaN losses were written
+    # to result.json, which from_json then refused: a saved result that could not be read.
+    good = _result()
+    fields = {key: getattr(good, key) for key in good.__dataclass_fields__}
+    with pytest.raises(ValueError, match=f"AuditResult: .*{message}"):
+        AuditResult(**{**fields, **change})
+
+
+def test_the_claim_is_printed_with_the_bounds_digits():
+    # A bound of 1.25187 above a claim of 1.2518: "1.252" beside "1.2519" read as below it.
+    result = _result(bounds=(1.25187, 0.0))
+    result.claimed_epsilon = 1.2518
+    assert "claimed epsilon_alpha = 1.2518," in result.summary()
+    result.claimed_epsilon = 2e-5
+    assert "claimed epsilon_alpha = 2e-05," in result.summary()
