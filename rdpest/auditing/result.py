@@ -476,9 +476,12 @@ def _noise_multiplier(config: dict) -> float | None:
 
 
 def _claim_text(claim: float) -> str:
-    """The claim with the bounds' four decimals (so that a bound printed beside it reads as
-    above or below it as the verdict says), and significant digits where that shows nothing."""
-    return f"{claim:.4f}" if claim == 0.0 or claim >= 1e-3 else f"{claim:.4g}"
+    """The claim rounded to the bounds' four decimals (so that a bound printed beside it reads as
+    above or below it as the verdict says), without trailing zeros; significant digits where
+    four decimals show nothing."""
+    if claim == 0.0 or claim >= 1e-3:
+        return f"{claim:.4f}".rstrip("0").rstrip(".")
+    return f"{claim:.4g}"
 
 
 def _jsonable(value):

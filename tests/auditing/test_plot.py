@@ -200,5 +200,7 @@ def test_the_claim_is_printed_with_the_bounds_digits():
     result = _result(bounds=(1.25187, 0.0))
     result.claimed_epsilon = 1.2518
     assert "claimed epsilon_alpha = 1.2518," in result.summary()
+    result.claimed_epsilon = 1.0
+    assert "claimed epsilon_alpha = 1," in result.summary()
     result.claimed_epsilon = 2e-5
     assert "claimed epsilon_alpha = 2e-05," in result.summary()
