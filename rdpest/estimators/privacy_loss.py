@@ -379,7 +379,9 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
     ----------
     divergence_ : float
         Point estimate D̂ = 1/(α−1) · log Ẑ, clamped at 0 (the larger direction for
-        ``direction="max"``).
+        ``direction="max"``). Ẑ averages over the Q sample, so its spread grows like
+        1/((α − 1)√n) as α approaches 1; there, read the bounds, or the point estimate of
+        :class:`MarkovRenyiBound`, which averages over the P sample.
     lower_bound_ : float
         One-sided (1 − beta) lower confidence bound (Thm B.3), >= 0.
     upper_bound_ : float

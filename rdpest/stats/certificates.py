@@ -147,7 +147,9 @@ def certified_dv_bracket(
 
     The critic is clipped to ``window``. ``region="joint"`` (default) bounds the bracket over one
     joint (1 − β) confidence region for the two moments (:func:`joint_level`);
-    ``region="bonferroni"`` takes a (1 − β/2) bound on each.
+    ``region="bonferroni"`` takes a (1 − β/2) bound on each. The bound is the bracket's, not
+    clamped: it can be negative (a wide window, few values), which says nothing, as D_α >= 0
+    always holds; the estimators report ``max(0, bound)``.
 
     Examples
     --------

@@ -115,7 +115,13 @@ def efficient_standard_error(
 
 def _divergence_at(divergence: Callable[[float], float], order: float) -> float:
     """``divergence(order)`` as a float ≥ 0 or +inf, or a ValueError naming the order."""
-    value = divergence(order)
+    try:
+        value = divergence(order)
+    except ValueError as exc:  # e.g. an order above what the callable's own checks allow
+        raise ValueError(
+            f"divergence({order!r}) raised: {exc} (the standard error needs D at orders α, "
+            "2α − 1 and 2α)"
+        ) from exc
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"divergence({order!r}) must be a real number, got {value!r}")
     value = float(value)

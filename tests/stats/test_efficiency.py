@@ -96,3 +96,13 @@ def test_refuses_bad_orders_and_sizes(kwargs, match):
     arguments = {"divergence": lambda order: order / 2, "alpha": 2.0, "n_p": 10, **kwargs}
     with pytest.raises(ValueError, match=match):
         efficient_standard_error(**arguments)
+
+
+def test_a_refusal_at_a_higher_order_says_why_that_order_was_asked_for():
+    # rdpest's own divergences refuse orders above 1e6: at α = 6e5 the message named an order
+    # 1199999 the user never passed, with nothing saying where it came from.
+    def divergence(order):
+        return gaussian_renyi_divergence(order, 0.0, 1.0, 1e-3, 1.0)
+
+    with pytest.raises(ValueError, match=r"divergence\(1199999.0\) raised: .* orders α, 2α − 1"):
+        efficient_standard_error(divergence, 6e5, 100)
