@@ -31,7 +31,12 @@ from __future__ import annotations
 
 import math
 
-from rdpest.stats.power import bracket_power, detectable_divergence_of, threshold_power
+from rdpest.stats.power import (
+    bracket_power,
+    detectable_divergence_of,
+    threshold_divergence_floor,
+    threshold_power,
+)
 
 __all__ = [
     "MODEL_POWER",
@@ -137,6 +142,13 @@ def runs_needed(
     million, or where the model covers none of them (``power["unmodelled"]``)."""
     certified = [e for e in estimators.values() if e._power_model_covers_order()]
     if not certified:  # no estimator whose power the model covers: nothing to size
+        return None
+    # Threshold tests alone cannot reach a target below their floor at any size: answer at once
+    # instead of searching (and tabulating Clopper–Pearson limits) up to ten million runs.
+    large = [e._power_designs(_MAX_RUNS_SEARCHED, _MAX_RUNS_SEARCHED) for e in certified]
+    if all(d["bracket"] is None for d in large) and target < threshold_divergence_floor(
+        alpha, claim
+    ):
         return None
 
     def enough(n: int) -> bool:

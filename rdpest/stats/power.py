@@ -104,18 +104,28 @@ def _uniforms(random_state: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Design:
-    """One certificate design with its Clopper–Pearson limits for every possible count, so that
-    a draw's bound is two table look-ups and one divergence."""
+    """One certificate design: a draw's bound is its two counts' Clopper–Pearson limits and one
+    divergence. The limits are computed for the counts the draws reach only (at most
+    :data:`_DRAWS` per side and shift, instead of a table of all n + 1 counts, which dominated
+    the search for the runs an audit needs at millions of runs)."""
 
     def __init__(self, n_p, n_q, alpha, level_p, level_q, claim, random_state):
         self.n_p, self.n_q, self.alpha, self.claim = n_p, n_q, alpha, claim
-        self.tpr_lo = _clopper_pearson(np.arange(n_p + 1), n_p, level_p, "lower")
-        self.fpr_hi = _clopper_pearson(np.arange(n_q + 1), n_q, level_q, "upper")
+        self.level_p, self.level_q = level_p, level_q
         self.u_p, self.u_q = _uniforms(random_state)
+
+    def tpr_lo(self, counts: np.ndarray) -> np.ndarray:
+        unique, where = np.unique(counts, return_inverse=True)
+        return _clopper_pearson(unique, self.n_p, self.level_p, "lower")[where]
+
+    def fpr_hi(self, counts: np.ndarray) -> np.ndarray:
+        unique, where = np.unique(counts, return_inverse=True)
+        return _clopper_pearson(unique, self.n_q, self.level_q, "upper")[where]
 
     def ceiling(self) -> float:
         """The bound of perfect separation (counts n_p and 0): the most any sample gives."""
-        return float(bernoulli_divergences(self.tpr_lo[-1:], self.fpr_hi[:1], self.alpha)[0])
+        tpr, fpr = self.tpr_lo(np.array([self.n_p])), self.fpr_hi(np.array([0]))
+        return float(bernoulli_divergences(tpr, fpr, self.alpha)[0])
 
     def power_at(self, mu: float, offsets=_THRESHOLDS) -> tuple[float, float]:
         """Largest probability over the thresholds that the bound exceeds the claim at shift μ,
@@ -126,7 +136,7 @@ class _Design:
             tpr, fpr = stats.norm.sf(t - mu), stats.norm.sf(t)
             k_p = stats.binom.ppf(self.u_p, self.n_p, tpr).astype(int)
             k_q = stats.binom.ppf(self.u_q, self.n_q, fpr).astype(int)
-            bounds = bernoulli_divergences(self.tpr_lo[k_p], self.fpr_hi[k_q], self.alpha)
+            bounds = bernoulli_divergences(self.tpr_lo(k_p), self.fpr_hi(k_q), self.alpha)
             power = float(np.mean(bounds > self.claim))
             if power > best:
                 best, best_offset = power, float(offset)
@@ -339,6 +349,34 @@ def detectable_divergence_of(
     return _detectable(
         threshold, bracket, alpha, claim, power, check_seed(random_state, "random_state")
     )
+
+
+@functools.lru_cache(maxsize=256)
+def threshold_divergence_floor(alpha: float, claim: float) -> float:
+    """A D_α of the Gaussian location model below which the model's threshold tests never
+    certify above ``claim``, at any number of runs: there, every threshold the model tries
+    (:data:`_THRESHOLDS`) separates Bernoulli laws whose D_α is at most the claim, so a valid
+    certificate exceeds the claim with probability at most its level (both Clopper–Pearson
+    limits hold, and the bound is then at most that divergence). ``inf`` beyond μ = 64.
+
+    The largest Bernoulli divergence over the thresholds grows with the shift μ (each
+    threshold's TPR rises and FPR falls), so a bisection in μ finds it; the returned value is
+    the bracket's lower end, where the divergence is still at most the claim.
+    """
+
+    def largest(mu: float) -> float:
+        t = mu / 2 + _THRESHOLDS
+        return float(bernoulli_divergences(stats.norm.sf(t - mu), stats.norm.sf(t), alpha).max())
+
+    lo, hi = 0.0, 1.0
+    while largest(hi) <= claim:
+        lo, hi = hi, 2.0 * hi
+        if hi > 64.0:
+            return math.inf
+    while hi - lo > 1e-3 * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if largest(mid) > claim else (mid, hi)
+    return alpha * lo**2 / 2.0
 
 
 @functools.lru_cache(maxsize=256)

@@ -268,3 +268,28 @@ def test_power_calculations_refuse_bad_arguments_by_name(call, match):
 
     with pytest.raises(ValueError, match=match):
         call(power)
+
+
+def test_threshold_tests_below_their_floor_are_not_searched_to_ten_million_runs(monkeypatch):
+    """A power target below what threshold tests reach at any size: runs_needed searched sample
+    sizes up to ten million (about two minutes, for None). The floor is checked both ways: just
+    below it even 200,000 runs per side detect nothing (power within the certificate's level),
+    just above it they do."""
+    from rdpest.auditing import power as audit_power_module
+    from rdpest.stats.power import threshold_divergence_floor
+
+    alpha, claim, level = 2.0, 1.0, 0.0125
+    floor = threshold_divergence_floor(alpha, claim)
+    assert 1.0 < floor < 2.0  # the best threshold's Bernoulli D_2 is below the Gaussian's
+    below = threshold_power(0.98 * floor, 200_000, 200_000, alpha, level, level, claim)
+    above = threshold_power(1.05 * floor, 200_000, 200_000, alpha, level, level, claim)
+    assert below <= 2 * level and above >= 0.8, (below, above)
+
+    def searched(*args, **kwargs):
+        raise AssertionError("runs_needed searched sample sizes")
+
+    monkeypatch.setattr(audit_power_module, "_detectable", searched)
+    bernoulli = {"bernoulli": BernoulliTPRFPRBaseline(alpha=alpha, random_state=0)}
+    assert audit_power_module.runs_needed(bernoulli, claim, alpha, 0.99 * floor) is None
+    with pytest.raises(AssertionError, match="searched"):  # above the floor it searches
+        audit_power_module.runs_needed(bernoulli, claim, alpha, 1.01 * floor)
