@@ -58,7 +58,7 @@ from rdpest.stats.certificates import (
 )
 from rdpest.stats.regions import joint_level
 from rdpest.stats.threshold_tests import _certified_threshold_bound
-from rdpest.utils.torch_helpers import resolve_device
+from rdpest.utils.torch_helpers import forked_rng, resolve_device
 
 __all__ = ["DVRenyiEstimator"]
 
@@ -525,9 +525,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         fit_q, val_q = split_indices(len(Q), self._n_validation(len(Q)), rng)
         p_fit, p_val, q_fit, q_val = P[fit_p], P[val_p], Q[fit_q], Q[val_q]
         mean, scale = _standardisation(np.concatenate([p_fit, q_fit]), self.critic_inputs)
-        devices = [device] if device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices):
-            torch.manual_seed(seed)
+        with forked_rng(seed, device):  # seeds the forked generators only, not every GPU's
             options = (self.activation, self.critic_bound, self.critic_inputs)
             critic = BoundedMLP(mean, scale, tuple(self.hidden_layer_sizes), *options).to(device)
             generator = torch.Generator(device="cpu").manual_seed(seed)

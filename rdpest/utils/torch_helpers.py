@@ -9,7 +9,7 @@ in a forked, seeded copy so that the caller's RNG state is never touched.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 import torch
@@ -17,6 +17,7 @@ from torch import nn
 
 __all__ = [
     "check_module",
+    "deterministic_cudnn",
     "forked_rng",
     "module_device",
     "num_threads",
@@ -72,12 +73,34 @@ def stream_seeds(seed: int, n: int) -> list[int]:
 
 
 @contextmanager
+def deterministic_cudnn() -> Iterator[None]:
+    """Run a block with cuDNN's deterministic algorithms and no autotuning (the caller's
+    settings restored; the others, TF32 included, left as they are). cuDNN's default backward
+    convolutions may add in a different order from run to run, so without this the same seed
+    need not train the same convolutional network twice on a GPU."""
+    with torch.backends.cudnn.flags(
+        enabled=None,
+        benchmark=False,
+        benchmark_limit=None,
+        deterministic=True,
+        allow_tf32=None,
+        fp32_precision=None,
+        depthwise_kernel=None,
+    ):
+        yield
+
+
+@contextmanager
 def forked_rng(seed: int, device: torch.device) -> Iterator[None]:
-    """Run a block with torch's global generator(s) forked and seeded (caller's state restored)."""
+    """Run a block with torch's global generator(s) forked and seeded (caller's state restored);
+    on a CUDA device, with cuDNN deterministic too (:func:`deterministic_cudnn`)."""
     devices = []
     if device.type == "cuda":
         devices = [device.index if device.index is not None else torch.cuda.current_device()]
-    with torch.random.fork_rng(devices=devices, device_type="cuda"):
+    with (
+        torch.random.fork_rng(devices=devices, device_type="cuda"),
+        deterministic_cudnn() if devices else nullcontext(),
+    ):
         # Seed only the forked generators: torch.manual_seed would also reseed every CUDA device,
         # whose state fork_rng does not restore when the run is on the CPU.
         torch.default_generator.manual_seed(seed)

@@ -383,8 +383,11 @@ class OpacusTraining:
     data_id : str or dict, optional
         Names the data set in a run store. Default: a digest of a ``TensorDataset``'s tensors
         (or the data set's own ``describe()``); other data sets need it for a store.
-    device : {"cpu", "cuda", "auto"} or "cuda:N", default "cpu"
-        Whose global generator is forked and seeded with the CPU's around ``train_fn``.
+    device : {"auto", "cpu", "cuda"} or "cuda:N", default "auto"
+        Which CUDA device's global generator is forked and seeded with the run's seed around
+        ``train_fn``, besides the CPU's (cuDNN is made deterministic there too): "auto" the
+        current one where CUDA is available, so that a training that draws its noise from the
+        global CUDA generator is reproducible; "cpu" none.
 
     Notes
     -----
@@ -410,7 +413,7 @@ class OpacusTraining:
         *,
         loss_fn: Callable | None = None,
         data_id: str | dict | None = None,
-        device: str = "cpu",
+        device: str = "auto",
     ):
         if not callable(train_fn):
             raise ValueError(f"train_fn must be callable, got {train_fn!r}")

@@ -438,3 +438,40 @@ def test_a_run_store_resumes_an_adapted_training(tmp_path, monkeypatch):
     monkeypatch.setattr(OpacusTraining, "__call__", no_training)
     again, again_with = audit(OpacusTraining(train_full_batch, DATA, CANARY)).collect()
     assert np.array_equal(again, without) and np.array_equal(again_with, with_)
+
+
+def test_the_cuda_stream_is_seeded_by_default_where_cuda_exists(monkeypatch):
+    """With the old default device="cpu", a train_fn drawing its noise from the global CUDA
+    generator was unseeded: its runs depended on what the process ran before (so on n_jobs and
+    on the order of a resume)."""
+    import contextlib
+
+    from rdpest.auditing.dpsgd import adapter
+
+    seen = []
+
+    @contextlib.contextmanager
+    def recording(seed, device):
+        seen.append((seed, device.type))
+        yield
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(adapter, "forked_rng", recording)
+    OpacusTraining(train_ignoring_seed, DATA, CANARY)(False, 4)
+    assert seen == [(4, "cuda")]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_training_on_the_global_cuda_stream_is_reproducible():
+    score_fn = OpacusTraining(train_on_the_global_cuda_stream, DATA, CANARY)
+    torch.cuda.manual_seed(1)
+    first = score_fn(False, 3)
+    torch.cuda.manual_seed(2)  # whatever ran before
+    assert score_fn(False, 3) == first
+
+
+def train_on_the_global_cuda_stream(dataset, seed):
+    model = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        model.weight.add_(torch.randn(2, 3, device="cuda").cpu())
+    return model
