@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -347,6 +348,17 @@ class DPSGDAuditor:
             stack_runs = resolve_stack_runs(  # an impossible stack_runs fails before pretraining
                 self.stack_runs, initial, **layout, max_stack=max(1, int(self.n_runs) // 4)
             )
+            if device.type == "cuda" and self.stack_runs == "auto" and self.n_jobs != 1:
+                # Sized from one measurement of the free memory, for each worker alike (the size
+                # must not depend on n_jobs, or the scores would).
+                warnings.warn(
+                    f"n_jobs={self.n_jobs} on a GPU: every worker trains stacks of {stack_runs} "
+                    "runs sized for half of the GPU's free memory, so together they may run out "
+                    "of it; a stack already trains its runs in parallel (use n_jobs=1, or an "
+                    "explicit stack_runs)",
+                    UserWarning,
+                    stacklevel=3,
+                )
         if self.pretrain:
             state = pretrain(
                 initial,

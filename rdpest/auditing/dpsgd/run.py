@@ -10,6 +10,7 @@ and returns the canary's loss (:func:`rdpest.auditing.dpsgd.canaries.canary_loss
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import numbers
@@ -279,7 +280,7 @@ class DPSGDRun:
             dev = cache["device"]
             X, y = cache["data"][bool(include_canary)]
             net = copy.deepcopy(cache["template"])
-            with forked_rng(seed, dev):
+            with forked_rng(seed, dev), _memory_hint(dev, 1, len(y)):
                 trained = _train_dp_sgd_tensors(net, X, y, self.config, seed=seed, device=dev)
             return canary_loss(trained, self.canary_x, self.canary_y)
 
@@ -306,11 +307,12 @@ class DPSGDRun:
             scores = []
             for start in range(0, len(seeds), self.runs_per_call):
                 chunk = seeds[start : start + self.runs_per_call]
-                with forked_rng(chunk[0], dev):
+                with forked_rng(chunk[0], dev), _memory_hint(dev, len(chunk), len(y)):
                     trained = _train_stacked_module(
                         cache["template"], X, y, self.config, seeds=chunk, device=dev
                     )
                 scores += stacked_canary_losses(trained, self.canary_x, self.canary_y)
+                del trained  # its caches (data repeated per copy, patches) before the next stack
             return scores
 
     def __repr__(self) -> str:
@@ -319,3 +321,18 @@ class DPSGDRun:
             f"DPSGDRun(model={name!r}, n={len(self.y)}, config={self.config!r}, "
             f"device={self.device!r}, runs_per_call={self.runs_per_call})"
         )
+
+
+@contextlib.contextmanager
+def _memory_hint(device: torch.device, copies: int, rows: int):
+    """Out-of-memory errors of a training, with what to change (torch's own message says which
+    allocation failed, not which setting made it)."""
+    try:
+        yield
+    except torch.OutOfMemoryError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise torch.OutOfMemoryError(
+            f"out of memory training {copies} run(s) at once on {device}, {rows} rows each: pass "
+            "DPSGDAuditor(stack_runs=...) below this, n_jobs=1 (workers share one GPU's memory) "
+            f"or a smaller sample_rate ({first})"
+        ) from exc

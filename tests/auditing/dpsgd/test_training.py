@@ -596,3 +596,32 @@ def test_cuda_unavailable_is_a_value_error():
     X, y = _toy()
     with pytest.raises(ValueError, match="CUDA"):
         train_dp_sgd(make_model("lr", 4, 2), X, y, noise_multiplier=1.0, seed=0, device="cuda")
+
+
+def test_out_of_memory_says_which_setting_to_change(small_audit, monkeypatch):
+    """torch's message names the allocation, not the stack size, the workers or the batch."""
+    from rdpest.auditing.dpsgd import run as run_module
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB\nmore")
+
+    X, y, _, theta0 = small_audit
+    canary = make_canary("blank", X, y)
+    config = DPSGDConfig(noise_multiplier=1.0, steps=2)
+    monkeypatch.setattr(run_module, "_train_stacked_module", out_of_memory)
+    monkeypatch.setattr(run_module, "_train_dp_sgd_tensors", out_of_memory)
+    stacked = DPSGDRun("lr", X, y, canary, theta0, config=config, stack_runs=4)
+    hint = r"out of memory training (4|1) run\(s\) at once on cpu, \d+ rows each: pass .*stack_runs"
+    with pytest.raises(torch.OutOfMemoryError, match=hint + r".*Tried to allocate 9\.00 GiB\)"):
+        stacked.score_many(True, [1, 2, 3, 4])
+    with pytest.raises(torch.OutOfMemoryError, match=hint):
+        DPSGDRun("lr", X, y, canary, theta0, config=config)(False, 0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_workers_sharing_one_gpu_are_warned():
+    auditor = DPSGDAuditor(
+        model="lr", n_runs=8, steps=2, device="cuda", n_jobs=2, pretrain_epochs=1, progress=False
+    )
+    with pytest.warns(UserWarning, match=r"n_jobs=2 on a GPU: every worker trains stacks"):
+        auditor.build()
