@@ -72,7 +72,20 @@ def test_perfectly_separated_scores_that_certify_no_violation_are_underpowered()
     refuted" although such scores fit any divergence above the claim as well as below it."""
     rng = np.random.default_rng(1)
     without, with_ = rng.normal(0, 1, 20), rng.normal(100, 1, 20)
-    result = evaluate(without, with_, 0.3, alpha=2.0, estimators=_estimators())
+    # DV now certifies such scores by the threshold test at its full level, up to the ceiling,
+    # and the audit decides: a violation.
+    decided = evaluate(without, with_, 0.3, alpha=2.0, estimators=_estimators())
+    assert decided.verdict == "violation"
+    assert decided.estimates["dv"]["lower_bound"] == pytest.approx(
+        decided.power["max_certifiable"], rel=1e-9
+    )
+    # With a DV that certifies by its bracket only, the bound stays below the ceiling (the case
+    # the reviewer found with the default DV): the verdict says the audit could not decide.
+    bracket_only = {
+        **_estimators(),
+        "dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=60, certificate="bracket"),
+    }
+    result = evaluate(without, with_, 0.3, alpha=2.0, estimators=bracket_only)
     best = max(e["lower_bound"] for e in result.estimates.values() if e["certified"])
     assert best <= 0.3 < result.power["max_certifiable"]  # the case the ceiling alone misses
     assert result.power["separated"] is True and result.verdict == "underpowered"
@@ -81,11 +94,11 @@ def test_perfectly_separated_scores_that_certify_no_violation_are_underpowered()
     assert again.verdict == "underpowered" and again.power["separated"] is True
     # Separated the other way round (the canary lowers the score) counts too; one overlapping
     # pair of scores does not, and the verdict is then "not_refuted" with its power sentence.
-    assert evaluate(with_, without, 0.3, alpha=2.0, estimators=_estimators()).verdict == (
+    assert evaluate(with_, without, 0.3, alpha=2.0, estimators=bracket_only).verdict == (
         "underpowered"
     )
     overlapping = np.r_[with_[:-1], without.max() - 0.5]
-    result = evaluate(without, overlapping, 0.3, alpha=2.0, estimators=_estimators())
+    result = evaluate(without, overlapping, 0.3, alpha=2.0, estimators=bracket_only)
     assert result.power["separated"] is False and result.verdict == "not_refuted"
 
 
