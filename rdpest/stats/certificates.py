@@ -299,7 +299,9 @@ def certify_critic(
     (:func:`select_threshold`) and certifies its rates; ``kind="auto"`` computes both choices'
     bounds on the training values and certifies only the better one, at the full level beta (the
     choice uses training data only, so it costs nothing, and it adapts to whichever certificate
-    suits the pair; see benchmarks/results/estimators/). ``region`` combines the two samples'
+    suits the pair; see benchmarks/results/estimators/). The threshold test's training score
+    pays for its search over thresholds (level β/(2K)), except where the training values are
+    perfectly separated, where it is scored at β. ``region`` combines the two samples'
     confidence statements (:data:`CONFIDENCE_REGIONS`; "joint" by default, see
     :func:`joint_level`).
 
