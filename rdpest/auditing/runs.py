@@ -3,6 +3,7 @@ guard that keeps a failing run from taking the runs finished beside it down with
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import pickle
@@ -70,14 +71,28 @@ def _checked_score(value, arm: int, seed: int) -> float:
     return score
 
 
+@contextlib.contextmanager
+def _naming_the_run(arm: int, seeds):
+    """An error of the user's score function, with a note saying which run raised it (the arm
+    and seed(s) that reproduce it: ``score_fn(include_canary, seed)``)."""
+    try:
+        yield
+    except Exception as exc:
+        exc.add_note(f"raised by score_fn(include_canary={bool(arm)}, seed(s) {seeds})")
+        raise
+
+
 def _one_run(score_fn, arm: int, index: int, seed: int) -> list[tuple[int, int, int, float]]:
-    return [(arm, index, seed, _checked_score(score_fn(bool(arm), seed), arm, seed))]
+    with _naming_the_run(arm, seed):
+        value = score_fn(bool(arm), seed)
+    return [(arm, index, seed, _checked_score(value, arm, seed))]
 
 
 def _run_group(
     score_fn, arm: int, indices: list[int], seeds: list[int]
 ) -> list[tuple[int, int, int, float]]:
-    values = list(score_fn.score_many(bool(arm), list(seeds)))
+    with _naming_the_run(arm, list(seeds)):
+        values = list(score_fn.score_many(bool(arm), list(seeds)))
     if len(values) != len(seeds):
         raise ValueError(
             f"score_fn.score_many returned {len(values)} scores for {len(seeds)} seeds"

@@ -245,3 +245,19 @@ def test_a_seed_the_estimators_cannot_take_is_refused_before_training(seed):
 
     with pytest.raises(ValueError, match=r"random_state must lie in \[0, 2\*\*32 - 1\]"):
         Auditor(no_training, 1.0, alpha=2.0, n_runs=20, random_state=seed).run()
+
+
+class _FailsOnTheCanaryArm:
+    def __call__(self, include_canary, seed):
+        if include_canary:
+            raise ZeroDivisionError("the user's training failed")
+        return 0.0
+
+
+def test_an_error_of_the_score_function_names_the_run_that_raised_it():
+    # It came back bare: nothing said which arm or seed would reproduce it.
+    auditor = Auditor(_FailsOnTheCanaryArm(), 1.0, alpha=2.0, n_runs=8, progress=False)
+    with pytest.raises(ZeroDivisionError, match="the user's training failed") as raised:
+        auditor.run()
+    seed = run_seed(auditor.random_state, 1, 0)
+    assert f"raised by score_fn(include_canary=True, seed(s) {seed})" in raised.value.__notes__
