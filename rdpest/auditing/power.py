@@ -167,6 +167,15 @@ def runs_needed(
     return int(hi)
 
 
+def claim_text(claim: float) -> str:
+    """The claim rounded to the bounds' four decimals (so that a bound printed beside it reads as
+    above or below it as the verdict says), without trailing zeros; significant digits where
+    four decimals show nothing."""
+    if claim == 0.0 or claim >= 1e-3:
+        return f"{claim:.4f}".rstrip("0").rstrip(".")
+    return f"{claim:.4g}"
+
+
 def verdict_of(violation: bool, power: dict, claim: float) -> str:
     """ "violation", else "underpowered" when the claim is at or above every certificate's
     ceiling or the scores are perfectly separated (``power["separated"]``: the strongest
@@ -185,19 +194,19 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
     detectable = power.get("detectable_epsilon")
     target = power.get("target_power", TARGET_POWER)
     if verdict == "violation":
-        return f"violation: a certified lower bound exceeds the claimed {eps} = {claim:.4g}"
+        return f"violation: a certified lower bound exceeds the claimed {eps} = {claim_text(claim)}"
     if verdict == "underpowered" and power.get("separated", False) and ceiling > claim:
         return (
             f"underpowered: every score with the canary lies on one side of every score without "
             f"it (perfect separation, the strongest evidence {n_runs} runs per side can give), "
-            f"yet no certified bound exceeds the claimed {eps} = {claim:.4g}: such scores fit a "
-            "divergence far above the claim as well as one below it; run more"
+            f"yet no certified bound exceeds the claimed {eps} = {claim_text(claim)}: such "
+            "scores fit a divergence far above the claim as well as one below it; run more"
         )
     if verdict == "underpowered":
         return (
             f"underpowered: with {n_runs} runs per side no certified bound can exceed "
             f"{ceiling:.3g} (even perfectly separated scores), at or below the claimed "
-            f"{eps} = {claim:.4g}; this audit could not have refuted the claim"
+            f"{eps} = {claim_text(claim)}; this audit could not have refuted the claim"
         )
     # Certified estimators the power model does not cover at this α, claim and number of runs
     # (results written before the record had the key counted all of theirs).
@@ -222,12 +231,12 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
         )
     if detectable is None:
         return (
-            f"not refuted: no certified lower bound exceeds the claimed {eps} = {claim:.4g}"
+            f"not refuted: no certified lower bound exceeds the claimed {eps} = {claim_text(claim)}"
             + uncounted
             + shortfall
         )
     return (
         f"not refuted: with {n_runs} runs per side this audit detects {eps} >= {detectable:.3g} "
         f"with {target:.0%} probability (reference: Gaussian location scores); no certified "
-        f"lower bound exceeds the claimed {eps} = {claim:.4g}" + uncounted + shortfall
+        f"lower bound exceeds the claimed {eps} = {claim_text(claim)}" + uncounted + shortfall
     )

@@ -16,7 +16,7 @@ import numpy as np
 
 from rdpest.auditing.analyses import earlier_line
 from rdpest.auditing.membership import membership_line
-from rdpest.auditing.power import power_sentence
+from rdpest.auditing.power import claim_text, power_sentence
 from rdpest.utils.io import atomic_write_text, refuse_symlink
 
 __all__ = ["AuditResult", "provenance"]
@@ -127,14 +127,15 @@ class AuditResult:
         def fail(what: str):
             raise ValueError(f"AuditResult: {what}")
 
+        numbers = (self.claimed_epsilon, self.alpha, self.beta)
+        if not all(_is_number(v) or isinstance(v, np.floating | np.integer) for v in numbers):
+            fail(f"claimed_epsilon, alpha and beta must be numbers, got {numbers!r}")
+        self.claimed_epsilon, self.alpha, self.beta = (float(v) for v in numbers)
         try:
             self.losses_without_canary = np.asarray(self.losses_without_canary, dtype=float)
             self.losses_with_canary = np.asarray(self.losses_with_canary, dtype=float)
-            self.claimed_epsilon, self.alpha, self.beta = (
-                float(v) for v in (self.claimed_epsilon, self.alpha, self.beta)
-            )
         except (TypeError, ValueError) as exc:
-            fail(f"the losses, claimed_epsilon, alpha and beta must be numbers ({exc})")
+            fail(f"the losses must be numbers ({exc})")
         _check_values(
             self.losses_without_canary,
             self.losses_with_canary,
@@ -209,7 +210,7 @@ class AuditResult:
         """A plain-text table of the estimates against the claim, and the verdict."""
         lines = [
             f"Rényi DP audit: alpha = {self.alpha:g}, claimed epsilon_alpha = "
-            f"{_claim_text(self.claimed_epsilon)}, {self.n_runs} runs with and "
+            f"{claim_text(self.claimed_epsilon)}, {self.n_runs} runs with and "
             f"{self.n_runs} without the canary, beta = {self.beta:g}",
             f"{'estimator':<16}{'estimate':>10}{'lower bound':>13}{'level':>8}  certified",
         ]
@@ -473,15 +474,6 @@ def _noise_multiplier(config: dict) -> float | None:
             if _is_number(sigma):
                 return float(sigma)
     return None
-
-
-def _claim_text(claim: float) -> str:
-    """The claim rounded to the bounds' four decimals (so that a bound printed beside it reads as
-    above or below it as the verdict says), without trailing zeros; significant digits where
-    four decimals show nothing."""
-    if claim == 0.0 or claim >= 1e-3:
-        return f"{claim:.4f}".rstrip("0").rstrip(".")
-    return f"{claim:.4g}"
 
 
 def _jsonable(value):

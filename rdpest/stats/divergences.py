@@ -114,10 +114,11 @@ def _gaussian_renyi_divergence(
     # D = ln(σ_q/σ_p) + ln(σ_q²/s²) / (2(α−1)) + α (μ_p − μ_q)² / (2 s²).
     # Evaluated with v = σ_p²/σ_q² − 1 and s²/σ_q² = 1 + (1−α) v through log1p: the two log terms
     # cancel to first order in v, and log1p keeps their difference (≈ α v²/4) accurate when
-    # σ_p ≈ σ_q; equal variances give exactly 0. Everything is in units of σ_q (r = σ_p/σ_q),
-    # so no square of a standard deviation over- or underflows.
-    r = std_p / std_q
-    v = (r - 1.0) * (r + 1.0)
+    # σ_p ≈ σ_q; equal variances give exactly 0. Everything is in units of σ_q, so no square of
+    # a standard deviation over- or underflows, and d = (σ_p − σ_q)/σ_q is formed from the exact
+    # difference (σ_p/σ_q − 1 would carry the rounding of the ratio into a tiny v).
+    d = (std_p - std_q) / std_q
+    v = d * (d + 2.0)
     z = 1.0 + (1.0 - alpha) * v
     if not z > 0.0:
         return math.inf

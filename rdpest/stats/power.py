@@ -56,8 +56,8 @@ _THRESHOLDS = np.linspace(-1.0, 4.0, 21)
 _DRAWS = 2000
 
 
-# The threshold power tabulates Clopper–Pearson limits for every count (n + 1 per side): larger
-# certifying samples are refused rather than exhausting memory.
+# The largest certifying sample per side the threshold power takes (the runs an audit's power
+# target is searched up to, rdpest.auditing.power).
 _MAX_THRESHOLD_N = 10_000_000
 
 
@@ -73,8 +73,8 @@ def _checked_threshold(*design) -> tuple[int, int, float, float]:
     n_p, n_q = check_int(n_p, "n_p", 1), check_int(n_q, "n_q", 1)
     if max(n_p, n_q) > _MAX_THRESHOLD_N:
         raise ValueError(
-            f"n_p and n_q must be at most {_MAX_THRESHOLD_N:,} for the threshold power (it "
-            f"tabulates every count), got {n_p} and {n_q}"
+            f"n_p and n_q must be at most {_MAX_THRESHOLD_N:,} for the threshold power, got "
+            f"{n_p} and {n_q}"
         )
     return n_p, n_q, check_open_unit(level_p, "level_p"), check_open_unit(level_q, "level_q")
 

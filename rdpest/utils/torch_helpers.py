@@ -74,20 +74,19 @@ def stream_seeds(seed: int, n: int) -> list[int]:
 
 @contextmanager
 def deterministic_cudnn() -> Iterator[None]:
-    """Run a block with cuDNN's deterministic algorithms and no autotuning (the caller's
-    settings restored; the others, TF32 included, left as they are). cuDNN's default backward
+    """Run a block with cuDNN's deterministic algorithms and no autotuning (the caller's two
+    settings restored; the others, TF32 included, left alone). cuDNN's default backward
     convolutions may add in a different order from run to run, so without this the same seed
-    need not train the same convolutional network twice on a GPU."""
-    with torch.backends.cudnn.flags(
-        enabled=None,
-        benchmark=False,
-        benchmark_limit=None,
-        deterministic=True,
-        allow_tf32=None,
-        fp32_precision=None,
-        depthwise_kernel=None,
-    ):
+    need not train the same convolutional network twice on a GPU. The two attributes are set
+    directly: ``torch.backends.cudnn.flags`` takes other arguments in each torch version and
+    reads the legacy TF32 setting, which torch refuses once the new precision API was used."""
+    cudnn = torch.backends.cudnn
+    previous = (cudnn.deterministic, cudnn.benchmark)
+    cudnn.deterministic, cudnn.benchmark = True, False
+    try:
         yield
+    finally:
+        cudnn.deterministic, cudnn.benchmark = previous
 
 
 @contextmanager

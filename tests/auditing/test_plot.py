@@ -183,6 +183,8 @@ def test_scores_beyond_the_histograms_range_are_drawn_scaled(tmp_path):
         ({"beta": 0.0}, r"'beta' must be in \(0, 1\)"),
         ({"claimed_epsilon": float("inf")}, "'claimed_epsilon' must be a finite number"),
         ({"claimed_epsilon": "one"}, "must be numbers"),
+        ({"alpha": "2"}, "must be numbers"),
+        ({"losses_with_canary": ["a"] * 50}, "the losses must be numbers"),
         ({"verdict": "ok"}, "'verdict' must be one of"),
     ],
 )

@@ -137,6 +137,21 @@ def test_gaussian_with_a_tiny_variance_ratio_is_exact_at_any_scale(std_p, scale)
     assert got == pytest.approx(exact, rel=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("alpha", "std_q", "relative"), [(2.0, 0.7, 3e-12), (8.0, 1.1, -2e-13), (1.5, 3.3, 1e-7)]
+)
+def test_gaussian_with_nearly_equal_deviations_keeps_full_relative_accuracy(alpha, std_q, relative):
+    # σ_p/σ_q − 1 carries the rounding of the ratio (1e-16) into v of 1e-12: 4e-5 relative error.
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    std_p = std_q * (1.0 + relative)
+    a, sp, sq = mpmath.mpf(alpha), mpmath.mpf(std_p), mpmath.mpf(std_q)
+    s2 = a * sq**2 + (1 - a) * sp**2
+    exact = float(mpmath.log(sq / sp) + mpmath.log(sq**2 / s2) / (2 * (a - 1)))
+    got = dv.gaussian_renyi_divergence(alpha, 0.0, std_p, 0.0, std_q)
+    assert got == pytest.approx(exact, rel=1e-9)
+
+
 def _assert_nonnegative_nondecreasing(low: float, high: float) -> None:
     # Rényi divergences are nonnegative and non-decreasing in the order (van Erven & Harremoës
     # 2014, Thm 3); a 1e-12 relative slack absorbs rounding.

@@ -204,26 +204,32 @@ def with_canary(dataset, x, y) -> torch.utils.data.Dataset:
 
 
 def _check_label(dataset, y) -> None:
-    """An integer canary label is a class index: never negative (cross-entropy refuses it, or
-    ignores the canary at its ignore_index -100), and a warning when a TensorDataset's labels
-    never reach it (a model with one output per class in the data cannot train on it)."""
-    value = y.item() if isinstance(y, torch.Tensor | np.ndarray) else y
+    """A warning when a TensorDataset's integer class labels never take the canary's (one
+    integer): a model with one output per class of the data cannot train on it, and a negative
+    one is refused by cross-entropy or ignored (-100, its ignore_index). Labels of other kinds
+    (one-hot, ±1 with a loss of your own, other data sets) are not checked."""
+    tensors = getattr(dataset, "tensors", ())
+    if not (isinstance(dataset, torch.utils.data.TensorDataset) and len(tensors) == 2):
+        return
+    labels = tensors[1]
+    if labels.ndim != 1 or not labels.numel() or labels.is_floating_point():
+        return
+    if labels.dtype == torch.bool or labels.is_complex():
+        return
+    value = y
+    if isinstance(y, torch.Tensor | np.ndarray):  # one number, or a label of another kind
+        value = y.item() if (y.numel() if isinstance(y, torch.Tensor) else y.size) == 1 else None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         return
-    if value < 0:
-        raise ValueError(f"the canary's label must be a class index >= 0, got {value}")
-    tensors = getattr(dataset, "tensors", ())
-    if isinstance(dataset, torch.utils.data.TensorDataset) and len(tensors) == 2:
-        labels = tensors[1]
-        if labels.numel() and not labels.is_floating_point() and labels.dtype != torch.bool:
-            top = int(labels.max())
-            if value > top:
-                warnings.warn(
-                    f"the canary's label {value} is above every label of the data set (at most "
-                    f"{top}): a model with one output per class of the data cannot train on it",
-                    UserWarning,
-                    stacklevel=3,
-                )
+    low, high = int(labels.min()), int(labels.max())
+    if not low <= value <= high:
+        warnings.warn(
+            f"the canary's label {value} lies outside the data set's labels ({low} to {high}): "
+            "a model with one output per class of the data cannot train on it (cross-entropy "
+            "refuses a negative label, or ignores the canary at -100)",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 # ------------------------------------------------------------------------------- the claim

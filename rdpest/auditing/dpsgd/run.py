@@ -325,14 +325,17 @@ class DPSGDRun:
 
 @contextlib.contextmanager
 def _memory_hint(device: torch.device, copies: int, rows: int):
-    """Out-of-memory errors of a training, with what to change (torch's own message says which
-    allocation failed, not which setting made it)."""
+    """Out-of-memory errors of a training (a GPU's, or the CPU allocator's), with what to change:
+    torch's own message says which allocation failed, not which setting made it."""
     try:
         yield
-    except torch.OutOfMemoryError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise torch.OutOfMemoryError(
+    except RuntimeError as exc:
+        text = str(exc).strip()
+        if not (isinstance(exc, torch.OutOfMemoryError) or "can't allocate memory" in text):
+            raise
+        fewer = "DPSGDAuditor(stack_runs=...) below this, " if copies > 1 else ""
+        raise type(exc)(
             f"out of memory training {copies} run(s) at once on {device}, {rows} rows each: pass "
-            "DPSGDAuditor(stack_runs=...) below this, n_jobs=1 (workers share one GPU's memory) "
-            f"or a smaller sample_rate ({first})"
+            f"{fewer}n_jobs=1 (workers share the memory) or a smaller sample_rate "
+            f"({text.splitlines()[0] if text else type(exc).__name__})"
         ) from exc

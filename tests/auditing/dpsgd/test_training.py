@@ -599,11 +599,14 @@ def test_cuda_unavailable_is_a_value_error():
 
 
 def test_out_of_memory_says_which_setting_to_change(small_audit, monkeypatch):
-    """torch's message names the allocation, not the stack size, the workers or the batch."""
+    """torch's message names the allocation, not the stack size, the workers or the batch; a GPU
+    raises torch.OutOfMemoryError, the CPU allocator a RuntimeError."""
     from rdpest.auditing.dpsgd import run as run_module
 
+    raised = {}
+
     def out_of_memory(*args, **kwargs):
-        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB\nmore")
+        raise raised["error"]
 
     X, y, _, theta0 = small_audit
     canary = make_canary("blank", X, y)
@@ -611,11 +614,19 @@ def test_out_of_memory_says_which_setting_to_change(small_audit, monkeypatch):
     monkeypatch.setattr(run_module, "_train_stacked_module", out_of_memory)
     monkeypatch.setattr(run_module, "_train_dp_sgd_tensors", out_of_memory)
     stacked = DPSGDRun("lr", X, y, canary, theta0, config=config, stack_runs=4)
-    hint = r"out of memory training (4|1) run\(s\) at once on cpu, \d+ rows each: pass .*stack_runs"
-    with pytest.raises(torch.OutOfMemoryError, match=hint + r".*Tried to allocate 9\.00 GiB\)"):
-        stacked.score_many(True, [1, 2, 3, 4])
-    with pytest.raises(torch.OutOfMemoryError, match=hint):
-        DPSGDRun("lr", X, y, canary, theta0, config=config)(False, 0)
+    single = DPSGDRun("lr", X, y, canary, theta0, config=config)
+    gpu = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB\nmore")
+    cpu = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 9 GB")
+    for error, kind in ((gpu, torch.OutOfMemoryError), (cpu, RuntimeError)):
+        raised["error"] = error
+        with pytest.raises(kind, match=r"out of memory training 4 run\(s\) .*stack_runs=.*\(") as e:
+            stacked.score_many(True, [1, 2, 3, 4])
+        assert str(error).splitlines()[0] in str(e.value)
+        with pytest.raises(kind, match=r"1 run\(s\) at once on cpu, \d+ rows each: pass n_jobs"):
+            single(False, 0)
+    raised["error"] = RuntimeError("another failure")  # not a memory error: as it was
+    with pytest.raises(RuntimeError, match=r"^another failure$"):
+        single(False, 0)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
