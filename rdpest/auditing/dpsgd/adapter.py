@@ -180,7 +180,7 @@ def with_canary(dataset, x, y) -> torch.utils.data.Dataset:
     Examples
     --------
     >>> from torch.utils.data import TensorDataset
-    >>> data = TensorDataset(torch.zeros(4, 3), torch.zeros(4, dtype=torch.long))
+    >>> data = TensorDataset(torch.zeros(4, 3), torch.tensor([0, 1, 0, 1]))
     >>> full = with_canary(data, [1.0, 2.0, 3.0], 1)
     >>> len(full), full[4][0].tolist(), full[4][1].dtype
     (5, [1.0, 2.0, 3.0], torch.int64)
