@@ -193,20 +193,21 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
     ceiling = power.get("max_certifiable")
     detectable = power.get("detectable_epsilon")
     target = power.get("target_power", TARGET_POWER)
+    claimed = claim_text(claim)
     if verdict == "violation":
-        return f"violation: a certified lower bound exceeds the claimed {eps} = {claim_text(claim)}"
+        return f"violation: a certified lower bound exceeds the claimed {eps} = {claimed}"
     if verdict == "underpowered" and power.get("separated", False) and ceiling > claim:
         return (
             f"underpowered: every score with the canary lies on one side of every score without "
             f"it (perfect separation, the strongest evidence {n_runs} runs per side can give), "
-            f"yet no certified bound exceeds the claimed {eps} = {claim_text(claim)}: such "
+            f"yet no certified bound exceeds the claimed {eps} = {claimed}: such "
             "scores fit a divergence far above the claim as well as one below it; run more"
         )
     if verdict == "underpowered":
         return (
             f"underpowered: with {n_runs} runs per side no certified bound can exceed "
             f"{ceiling:.3g} (even perfectly separated scores), at or below the claimed "
-            f"{eps} = {claim_text(claim)}; this audit could not have refuted the claim"
+            f"{eps} = {claimed}; this audit could not have refuted the claim"
         )
     # Certified estimators the power model does not cover at this α, claim and number of runs
     # (results written before the record had the key counted all of theirs).
@@ -231,12 +232,12 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
         )
     if detectable is None:
         return (
-            f"not refuted: no certified lower bound exceeds the claimed {eps} = {claim_text(claim)}"
+            f"not refuted: no certified lower bound exceeds the claimed {eps} = {claimed}"
             + uncounted
             + shortfall
         )
     return (
         f"not refuted: with {n_runs} runs per side this audit detects {eps} >= {detectable:.3g} "
         f"with {target:.0%} probability (reference: Gaussian location scores); no certified "
-        f"lower bound exceeds the claimed {eps} = {claim_text(claim)}" + uncounted + shortfall
+        f"lower bound exceeds the claimed {eps} = {claimed}" + uncounted + shortfall
     )

@@ -212,15 +212,11 @@ def _check_label(dataset, y) -> None:
     if not (isinstance(dataset, torch.utils.data.TensorDataset) and len(tensors) == 2):
         return
     labels = tensors[1]
-    if labels.ndim != 1 or not labels.numel() or labels.is_floating_point():
+    if labels.ndim != 1 or labels.is_floating_point() or labels.is_complex():
         return
-    if labels.dtype == torch.bool or labels.is_complex():
+    if labels.dtype == torch.bool:
         return
-    value = y
-    if isinstance(y, torch.Tensor | np.ndarray):  # one number, or a label of another kind
-        value = y.item() if (y.numel() if isinstance(y, torch.Tensor) else y.size) == 1 else None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        return
+    value = int(y)  # _like made it what the items hold: a 0-d integer tensor
     low, high = int(labels.min()), int(labels.max())
     if not low <= value <= high:
         warnings.warn(

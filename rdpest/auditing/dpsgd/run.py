@@ -23,7 +23,7 @@ from torch import nn
 from rdpest.auditing.dpsgd.canaries import canary_loss
 from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.data import check_class_count, load_arrays
-from rdpest.auditing.dpsgd.models import check_model, factory_identity, make_model
+from rdpest.auditing.dpsgd.models import _first_line, check_model, factory_identity, make_model
 from rdpest.auditing.dpsgd.stacking import (
     auto_stack_size,
     opacus_supports_stacking,
@@ -330,12 +330,11 @@ def _memory_hint(device: torch.device, copies: int, rows: int):
     try:
         yield
     except RuntimeError as exc:
-        text = str(exc).strip()
-        if not (isinstance(exc, torch.OutOfMemoryError) or "can't allocate memory" in text):
+        if not (isinstance(exc, torch.OutOfMemoryError) or "can't allocate memory" in str(exc)):
             raise
         fewer = "DPSGDAuditor(stack_runs=...) below this, " if copies > 1 else ""
         raise type(exc)(
             f"out of memory training {copies} run(s) at once on {device}, {rows} rows each: pass "
             f"{fewer}n_jobs=1 (workers share the memory) or a smaller sample_rate "
-            f"({text.splitlines()[0] if text else type(exc).__name__})"
+            f"({_first_line(exc)})"
         ) from exc
