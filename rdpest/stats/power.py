@@ -45,6 +45,7 @@ __all__ = [
     "bracket_power",
     "detectable_divergence",
     "detectable_divergence_of",
+    "threshold_divergence_floor",
     "threshold_power",
 ]
 
@@ -351,18 +352,40 @@ def detectable_divergence_of(
     )
 
 
-@functools.lru_cache(maxsize=256)
 def threshold_divergence_floor(alpha: float, claim: float) -> float:
     """A D_α of the Gaussian location model below which the model's threshold tests never
     certify above ``claim``, at any number of runs: there, every threshold the model tries
-    (:data:`_THRESHOLDS`) separates Bernoulli laws whose D_α is at most the claim, so a valid
-    certificate exceeds the claim with probability at most its level (both Clopper–Pearson
-    limits hold, and the bound is then at most that divergence). ``inf`` beyond μ = 64.
+    separates Bernoulli laws whose D_α is at most the claim, so a valid certificate exceeds
+    the claim with probability at most its level (both Clopper–Pearson limits hold, and the
+    bound is then at most that divergence). ``inf`` beyond a shift of 64 standard deviations.
 
-    The largest Bernoulli divergence over the thresholds grows with the shift μ (each
-    threshold's TPR rises and FPR falls), so a bisection in μ finds it; the returned value is
-    the bracket's lower end, where the divergence is still at most the claim.
+    Parameters
+    ----------
+    alpha : float
+        Rényi order, > 1.
+    claim : float
+        The claimed ε_α, >= 0.
+
+    Returns
+    -------
+    float
+        The floor, to a relative 1e-3 in the shift (the bisection's lower end, where the
+        thresholds' largest divergence is still at most the claim).
+
+    Examples
+    --------
+    >>> floor = threshold_divergence_floor(2.0, 1.0)
+    >>> 1.0 < floor < 3.0
+    True
     """
+    return _threshold_floor(check_alpha(alpha), _checked_claim(claim))
+
+
+@functools.lru_cache(maxsize=256)
+def _threshold_floor(alpha: float, claim: float) -> float:
+    """:func:`threshold_divergence_floor` checked. The largest Bernoulli divergence over the
+    thresholds (:data:`_THRESHOLDS`) grows with the shift μ (each threshold's TPR rises and FPR
+    falls), so a bisection in μ finds where it passes the claim."""
 
     def largest(mu: float) -> float:
         t = mu / 2 + _THRESHOLDS

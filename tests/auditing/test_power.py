@@ -293,3 +293,21 @@ def test_threshold_tests_below_their_floor_are_not_searched_to_ten_million_runs(
     assert audit_power_module.runs_needed(bernoulli, claim, alpha, 0.99 * floor) is None
     with pytest.raises(AssertionError, match="searched"):  # above the floor it searches
         audit_power_module.runs_needed(bernoulli, claim, alpha, 1.01 * floor)
+
+
+@pytest.mark.parametrize(
+    "alpha, claim, message",
+    [
+        (1.0, 1.0, "alpha must be > 1"),
+        (2.0, -0.5, "claim must be >= 0"),
+        (float("nan"), 1.0, "alpha must be finite"),
+        (2.0, float("inf"), "claim must be finite"),
+    ],
+)
+def test_threshold_divergence_floor_checks_its_arguments(alpha, claim, message):
+    """Public since it answers 'can threshold tests ever see this?'; unchecked, α = 1 returned a
+    number (0.499 at claim 1), a NaN α returned NaN and a negative claim returned 0."""
+    from rdpest.stats.power import threshold_divergence_floor
+
+    with pytest.raises(ValueError, match=message):
+        threshold_divergence_floor(alpha, claim)
