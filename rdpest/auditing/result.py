@@ -598,6 +598,8 @@ def _check_rounds(config: dict, rounds: list, fail) -> None:
     planned = config.get("rounds_planned", [])
     if not isinstance(planned, list):
         fail("config 'rounds_planned' must be a list")
+    if not isinstance(config.get("earlier_analyses", []), list):
+        fail("config 'earlier_analyses' must be a list")
     for r in rounds:
         if not (
             isinstance(r, dict)

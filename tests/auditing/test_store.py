@@ -769,14 +769,15 @@ def _edited(payload: dict, path: str, value) -> str:
         ("power", {}, "needs power 'max_certifiable'"),
         ("power/max_certifiable", "big", "max_certifiable"),
         ("config/rounds_planned", 5, "rounds_planned"),
+        ("config/earlier_analyses", 5, "earlier_analyses"),
         ("rounds", [], "needs its 'rounds'"),  # with rounds_planned [10, 20], below
     ],
 )
 def test_from_json_refuses_what_summary_could_not_print(path, value, match):
     """Bug: from_json accepted wrong types inside the payload (a null beta, a string estimate,
     an empty power record for an underpowered verdict, a sequential plan without rounds, nested
-    or unequal losses, a verdict of "banana") and summary() then failed with a bare TypeError or
-    IndexError, or printed wrong run counts."""
+    or unequal losses, a verdict of "banana", a number for the earlier analyses) and summary()
+    then failed with a bare TypeError or IndexError, or printed wrong run counts."""
     result = _audit(GaussianMechanismScore(), n_runs=10).run()
     payload = json.loads(result.to_json())
     payload["verdict"] = "underpowered"  # so that the power record's check applies
