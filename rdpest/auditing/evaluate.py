@@ -10,7 +10,6 @@ cannot drift apart. Only the record of the pipeline differs: no score function w
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 
 from rdpest.auditing.auditor import Auditor, _round_record, check_audit_settings
@@ -18,6 +17,7 @@ from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
 from rdpest.auditing.scores import checked_scores
 from rdpest.auditing.store import RunStore
+from rdpest.utils.io import load_json
 
 __all__ = ["evaluate"]
 
@@ -152,7 +152,7 @@ def _opened_store(directory) -> RunStore:
     """The audit store at ``directory``, opened (and locked) with its own configuration."""
     path = Path(directory) / "config.json"
     try:
-        config = json.loads(path.read_text())
+        config = load_json(path.read_text())
     except FileNotFoundError:
         raise ValueError(
             f"{directory} is not an audit store (it has no config.json): leave store out to "

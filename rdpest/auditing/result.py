@@ -17,7 +17,7 @@ import numpy as np
 from rdpest.auditing.analyses import earlier_line
 from rdpest.auditing.membership import membership_line
 from rdpest.auditing.power import claim_text, power_sentence
-from rdpest.utils.io import atomic_write_text, refuse_symlink
+from rdpest.utils.io import atomic_write_text, load_json, refuse_symlink
 
 __all__ = ["AuditResult", "provenance"]
 
@@ -199,7 +199,7 @@ class AuditResult:
                 f"AuditResult.from_json takes JSON text or a path, got {type(source).__name__}"
             )
         try:
-            payload = json.loads(text)
+            payload = load_json(text)
         except (ValueError, RecursionError) as exc:
             raise ValueError(f"{where} is not valid JSON: {exc}") from None
         if not isinstance(payload, dict) or payload.get("format") != _FORMAT:
@@ -566,8 +566,8 @@ def _check_values(without, with_, claim, alpha, beta, fail) -> None:
             fail(f"{key!r} must hold finite numbers")
     if without.size != with_.size:
         fail("'losses_with_canary' and 'losses_without_canary' must have one loss per run each")
-    if not alpha > 1.0:
-        fail(f"'alpha' must be > 1, got {alpha!r}")
+    if not (math.isfinite(alpha) and alpha > 1.0):
+        fail(f"'alpha' must be a finite number > 1, got {alpha!r}")
     if not 0.0 < beta < 1.0:
         fail(f"'beta' must be in (0, 1), got {beta!r}")
     if not (math.isfinite(claim) and claim >= 0.0):

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from rdpest.utils.io import atomic_write_text, refuse_symlink
+from rdpest.utils.io import atomic_write_text, load_json, refuse_symlink
 
 __all__ = ["RunStore"]
 
@@ -188,7 +188,7 @@ class RunStore:
             finally:
                 tmp.unlink(missing_ok=True)
         try:
-            stored = json.loads(self.config_path.read_text())
+            stored = load_json(self.config_path.read_text())
         except (OSError, ValueError, RecursionError) as exc:
             raise ValueError(
                 f"the store's configuration {self.config_path} is damaged or unreadable ({exc}); "
@@ -212,7 +212,7 @@ class RunStore:
     def _parse(self, line: bytes) -> tuple[tuple[int, int], float]:
         """One record's (arm, index) and score, or ValueError saying what is wrong with it."""
         try:
-            record = json.loads(line)
+            record = load_json(line)
         except (ValueError, RecursionError) as exc:
             raise ValueError(f"not JSON ({type(exc).__name__})") from None
         if not isinstance(record, dict):
@@ -294,7 +294,7 @@ class RunStore:
         found, unreadable = [], 0
         for line in text.splitlines():
             try:
-                entry = json.loads(line)
+                entry = load_json(line)
             except (ValueError, RecursionError):
                 entry = None
             if isinstance(entry, dict):

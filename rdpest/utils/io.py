@@ -8,13 +8,14 @@ the audit.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["array_digest", "atomic_write_text", "qualified_name", "refuse_symlink"]
+__all__ = ["array_digest", "atomic_write_text", "load_json", "qualified_name", "refuse_symlink"]
 
 
 def array_digest(*arrays) -> str:
@@ -30,6 +31,24 @@ def array_digest(*arrays) -> str:
         a = np.ascontiguousarray(np.asarray(a))
         h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
     return h.hexdigest()[:16]
+
+
+def load_json(text: str | bytes):
+    """``json.loads`` for files a user or a crash may have edited: an integer too long for a
+    float (more than 308 digits) is read as a float (±inf), so the callers' checks for finite
+    numbers refuse it with their own ValueError instead of an OverflowError escaping from a
+    later ``float()`` or ``math.isfinite``.
+
+    Examples
+    --------
+    >>> load_json('{"a": 12, "b": 1' + '0' * 400 + '}')
+    {'a': 12, 'b': inf}
+    """
+    return json.loads(text, parse_int=_int_or_float)
+
+
+def _int_or_float(digits: str):
+    return float(digits) if len(digits.lstrip("-")) > 308 else int(digits)
 
 
 def qualified_name(obj) -> str:

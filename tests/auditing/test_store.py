@@ -696,12 +696,23 @@ def test_a_store_with_runs_but_no_configuration_is_refused(tmp_path):
         '{"arm": 1, "index": 0, "seed": 1, "score": "0.5"}',
         '{"arm": 1, "index": 0, "seed": 1, "score": NaN}',
         "[1, 2, 3]",
+        '{"arm": 1, "index": 0, "seed": 1, "score": 1' + "0" * 400 + "}",
     ],
-    ids=["overflow", "deeply-nested", "bool-arm", "negative-index", "string-score", "nan", "list"],
+    ids=[
+        "overflow",
+        "deeply-nested",
+        "bool-arm",
+        "negative-index",
+        "string-score",
+        "nan",
+        "list",
+        "long-integer-score",
+    ],
 )
 def test_an_odd_record_is_dropped_and_its_run_redone(tmp_path, caplog, line):
     """Bug: {"arm": 1e400} raised OverflowError and a deeply nested line RecursionError, making
-    the whole store unloadable."""
+    the whole store unloadable; so did a score written as a 401-digit integer (math.isfinite
+    cannot convert it to a float)."""
     mech = GaussianMechanismScore(noise_std=1.0)
     _audit(mech, store=tmp_path).run()
     lines = _truncate_runs(tmp_path, 2 * N_RUNS - 1)
@@ -760,7 +771,7 @@ def _edited(payload: dict, path: str, value) -> str:
         ("estimates/*/divergence", "x", "must be numbers"),
         ("estimates/*/certified", "yes", "certified must be true or false"),
         ("verdict", "banana", "'verdict' must be one of"),
-        ("alpha", 0.5, "'alpha' must be > 1"),
+        ("alpha", 0.5, "'alpha' must be a finite number > 1"),
         ("beta", 7, "'beta' must be in"),
         ("claimed_epsilon", -1, "claimed_epsilon"),
         ("losses_with_canary", [[1.0, 2.0]], "flat list"),
@@ -770,6 +781,12 @@ def _edited(payload: dict, path: str, value) -> str:
         ("power/max_certifiable", "big", "max_certifiable"),
         ("config/rounds_planned", 5, "rounds_planned"),
         ("config/earlier_analyses", 5, "earlier_analyses"),
+        # integers too long for a float raised OverflowError; infinite alpha passed and summary()
+        # then failed
+        pytest.param("claimed_epsilon", 10**400, "claimed_epsilon", id="claim-401-digits"),
+        pytest.param("alpha", 10**400, "'alpha' must be a finite", id="alpha-401-digits"),
+        pytest.param("alpha", float("inf"), "'alpha' must be a finite", id="alpha-inf"),
+        pytest.param("losses_with_canary", [10**400] * 10, "finite numbers", id="loss-401-digits"),
         ("rounds", [], "needs its 'rounds'"),  # with rounds_planned [10, 20], below
     ],
 )

@@ -10,7 +10,6 @@ Everything about running, resuming and estimating is the generic :class:`Auditor
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import warnings
@@ -34,7 +33,7 @@ from rdpest.auditing.dpsgd.training import pretrain
 from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
 from rdpest.stats.conversions import dpsgd_epsilon_alpha, noise_multiplier_for_epsilon_alpha
-from rdpest.utils.io import array_digest, qualified_name
+from rdpest.utils.io import array_digest, load_json, qualified_name
 from rdpest.utils.torch_helpers import resolve_device
 from rdpest.utils.validation import (
     check_alpha,
@@ -431,7 +430,7 @@ class DPSGDAuditor:
         if self.stack_runs != "auto" or self.store is None:
             return None
         try:
-            stored = json.loads((Path(self.store) / "config.json").read_text())
+            stored = load_json((Path(self.store) / "config.json").read_text())
             size = stored["pipeline"]["stack_size"]
         except (OSError, ValueError, KeyError, TypeError, RecursionError):
             return None
