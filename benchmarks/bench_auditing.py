@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import check_flags
 
 from rdpest.auditing import DPSGDAuditor
 from rdpest.utils.io import atomic_write_text
@@ -666,6 +667,7 @@ def main(argv=None) -> int:
         "than 500, benchmarks/results/quick/auditing/)",
     )
     args = parser.parse_args(argv)
+    check_flags(parser, args)
     global OUT
     if args.out is not None:
         OUT = args.out

@@ -47,7 +47,13 @@ from bench_point_estimates import (
     realisable_cells,
     summarise,
 )
-from harness import require_jobs, results_folder
+from harness import (
+    check_flags,
+    refuse_foreign_cells,
+    require_jobs,
+    results_folder,
+    write_json,
+)
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
@@ -149,7 +155,9 @@ def main(argv=None) -> int:
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    check_flags(parser, args, quick_sets=("families", "alphas", "divergences", "seeds"))
     args.out = results_folder(args.out, RESULTS, args.quick)
+    refuse_foreign_cells(parser, args.out, tuple(SETTINGS))
     if args.quick:
         args.families, args.alphas, args.divergences, args.seeds = (
             ["gaussian_scale"],
@@ -169,7 +177,7 @@ def main(argv=None) -> int:
         argv if argv is not None else sys.argv[1:]
     )
     text = table(summary, command.strip())
-    atomic_write_text(args.out / "results.json", json.dumps(summary, indent=1))
+    write_json(args.out / "results.json", summary)
     atomic_write_text(args.out / "results.md", text)
     print(text)
     return 0

@@ -57,7 +57,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import require_jobs, results_folder
+from harness import (
+    check_flags,
+    refuse_foreign_cells,
+    require_jobs,
+    results_folder,
+    write_json,
+)
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
@@ -229,7 +235,8 @@ def summarise(rows: list[dict], columns=COLUMNS) -> list[dict]:
         entry["seeds"] = len(rs)
         for column in columns:
             values = np.array([r[column] for r in rs])
-            error = (values - truth) / truth
+            with np.errstate(divide="ignore", invalid="ignore"):  # no relative error at D = 0
+                error = np.where(truth > 0, (values - truth) / truth, np.nan)
             entry[column] = float(np.median(np.abs(error)))
             entry[column + "_bias"] = float(np.median(error))
             entry[column + "_iqr"] = [float(q) for q in np.percentile(values, [25, 75])]
@@ -418,7 +425,7 @@ def stored_rows(out: Path) -> list[dict]:
 def write_results(out: Path, summary: list[dict], text: str) -> None:
     """The summary as results.json and its table as results.md under ``out``; the table is
     printed."""
-    atomic_write_text(out / "results.json", json.dumps(summary, indent=2))
+    write_json(out / "results.json", summary, indent=2)
     atomic_write_text(out / "results.md", text)
     print(text)
 
@@ -457,11 +464,14 @@ def main(argv=None) -> int:
     parser.add_argument("--families", nargs="+", default=list(FAMILIES))
     parser.add_argument("--divergences", type=float, nargs="+", default=[1.0])
     args = parser.parse_args(argv)
+    check_flags(parser, args, quick_sets=("families", "alphas", "seeds"))
     families, alphas, seeds = args.families, args.alphas, args.seeds
     if args.quick:
         families, alphas, seeds = families[:1], [2.0], 4
     default = RESULTS / "cross_fit" if args.cross_fit or args.fit_time else RESULTS
     out = results_folder(args.out, default, args.quick)
+    if not args.fit_time:
+        refuse_foreign_cells(parser, out, ("cross_fit",) if args.cross_fit else ("dv", "pform"))
     if args.fit_time:
         command = "python benchmarks/bench_point_estimates.py " + " ".join(argv or sys.argv[1:])
         print(fit_time(families, alphas[0], args.n, seeds, out, command.strip()))

@@ -68,7 +68,7 @@ from bench_point_estimates import (
     summarise,
     target_met,
 )
-from harness import require_jobs, results_folder
+from harness import check_flags, require_jobs, results_folder
 from joblib import Parallel, delayed
 from scipy.optimize import minimize_scalar
 from sklearn.model_selection import GridSearchCV
@@ -371,6 +371,7 @@ def main(argv=None) -> int:
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    check_flags(parser, args, quick_sets=("seeds",))
     args.out = results_folder(args.out, RESULTS, args.quick)
     cells = GRID_CELLS if args.grid_search else CELLS
     cells = cells[:2] if args.quick else cells

@@ -46,7 +46,7 @@ from bench_point_estimates import (
     target_met,
     write_results,
 )
-from harness import require_jobs
+from harness import check_flags, require_jobs
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
@@ -167,6 +167,7 @@ def main(argv=None) -> int:
     parser.add_argument("--point-window", choices=WINDOW_RULES, default="range")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    check_flags(parser, args)
     # Another window's cells go to their own folder: a table never mixes windows.
     out = args.out or (RESULTS if args.point_window == "range" else RESULTS / args.point_window)
     cells, _ = realisable_cells(args.families, args.alphas, args.divergences)

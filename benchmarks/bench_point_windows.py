@@ -45,7 +45,7 @@ from bench_point_estimates import (
     unreachable,
     write_results,
 )
-from harness import require_jobs
+from harness import check_flags, require_jobs
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
@@ -275,6 +275,7 @@ def main(argv=None) -> int:
     parser.add_argument("--families", nargs="+", default=list(FAMILIES))
     parser.add_argument("--summarise", action="store_true")
     args = parser.parse_args(argv)
+    check_flags(parser, args)
     out = args.out
     given = list(argv if argv is not None else sys.argv[1:])
     if "--out" in given:  # where the values went is this machine's business, not the table's

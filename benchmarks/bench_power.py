@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import check_flags
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
@@ -526,6 +527,7 @@ def main(argv=None) -> int:
         help="report the finished DP-SGD audits without running the missing ones",
     )
     args = parser.parse_args(argv)
+    check_flags(parser, args)
     start = time.time()
     validation = validate(args.repetitions) if args.validate else []
     synth = []

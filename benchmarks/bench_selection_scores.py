@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 from bench_point_estimates import _cell_key, _samples, cell_of, summarise
 from bench_point_ideas import GRID_CELLS
-from harness import require_jobs, results_folder
+from harness import check_flags, require_jobs, results_folder
 from joblib import Parallel, delayed
 from sklearn.model_selection import GridSearchCV, ParameterGrid
 from tqdm.auto import tqdm
@@ -225,6 +225,7 @@ def main(argv=None) -> int:
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    check_flags(parser, args, quick_sets=("seeds",))
     args.out = results_folder(args.out, RESULTS, args.quick)
     cells = GRID_CELLS[:2] if args.quick else GRID_CELLS
     seeds = 3 if args.quick else args.seeds

@@ -262,6 +262,43 @@ def require_jobs(jobs: list) -> list:
     return jobs
 
 
+def check_flags(parser, args, quick_sets=()) -> None:
+    """Exit (argparse's usage error) for counts no run can use, before any folder is touched or
+    job started (``--n 0`` used to fail as a traceback in the first worker, ``--n-jobs 0`` in
+    joblib), and for flags that ``--quick`` would replace without a word: ``quick_sets`` names
+    the arguments ``--quick`` chooses itself."""
+    for name in ("n", "seeds", "repetitions", "runs"):
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            parser.error(f"--{name} must be at least 1, got {value}")
+    if getattr(args, "n_jobs", None) == 0:
+        parser.error("--n-jobs must be a positive number of workers or negative (-1: all cores)")
+    if getattr(args, "quick", False):
+        given = [n for n in quick_sets if getattr(args, n) != parser.get_default(n)]
+        if given:
+            flags = ", ".join("--" + n.replace("_", "-") for n in given)
+            parser.error(f"--quick chooses {flags} itself: drop --quick or {flags}")
+
+
+def refuse_foreign_cells(parser, folder: Path, needed) -> None:
+    """Exit if ``folder/cells`` holds a row without the columns ``needed``: per-seed cells are
+    named by their cell alone, so another script's or another mode's rows in the same ``--out``
+    were read back as this run's (and crashed its summary, or joined its table)."""
+    for path in sorted((Path(folder) / "cells").glob("*.json")):
+        missing = [k for k in needed if k not in json.loads(path.read_text())]
+        if missing:
+            parser.error(
+                f"{path} was written by another benchmark or mode (it has no {missing[0]!r}): "
+                "pass an --out of this run's own"
+            )
+
+
+def write_json(path: Path, value, indent: int | None = 1) -> None:
+    """``value`` as strict JSON (NaN and infinities as null, which Python's json would write
+    as the non-standard NaN and Infinity), written atomically."""
+    atomic_write_text(Path(path), json.dumps(_strict(value), indent=indent, allow_nan=False))
+
+
 def output_folder(out) -> Path:
     """``out`` as a folder to write results into, or an exit saying that it is a file."""
     out = Path(out)

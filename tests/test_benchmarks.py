@@ -31,12 +31,74 @@ def test_an_empty_grid_exits_without_writing_tables(tmp_path):
     over the results."""
     script = BENCHMARKS / "bench_point_inputs.py"
     done = subprocess.run(
-        [sys.executable, str(script), "--seeds", "-1", "--out", str(tmp_path)],
+        [sys.executable, str(script), "--families", "no_such_family", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
     )
     assert done.returncode != 0 and "nothing to run: the grid is empty" in done.stderr
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("script", "flags", "message"),
+    [
+        ("bench_point_estimates", ["--n", "0"], "--n must be at least 1, got 0"),
+        ("bench_critic_inputs", ["--seeds", "-1"], "--seeds must be at least 1"),
+        ("bench_point_windows", ["--n-jobs", "0"], "--n-jobs must be a positive number"),
+        ("bench_auditing", ["--runs", "0"], "--runs must be at least 1"),
+        ("bench_point_estimates", ["--quick", "--seeds", "9"], "--quick chooses --seeds itself"),
+        (
+            "bench_critic_inputs",
+            ["--quick", "--alphas", "8", "--families", "laplace_shift"],
+            "--quick chooses --families, --alphas itself",
+        ),
+        ("bench_selection_scores", ["--quick", "--seeds", "5"], "--quick chooses --seeds"),
+    ],
+)
+def test_flags_no_run_can_use_are_usage_errors_before_any_work(
+    tmp_path, bench, capsys, script, flags, message
+):
+    """Reviewer's finding: --n 0 failed as a traceback in the first worker after the output
+    folder was set up, --n-jobs 0 in joblib, and --quick silently replaced the --seeds, --alphas
+    or --families the user passed (a different grid from the one asked for)."""
+    with pytest.raises(SystemExit) as exit_:
+        bench(script).main([*flags, "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_cells_of_another_mode_in_the_same_out_are_refused(tmp_path, bench, capsys):
+    """Reviewer's finding: `bench_point_estimates.py --cross-fit` into a folder of the plain
+    run's cells (same file names) read them back as its own and crashed with KeyError
+    'cross_fit'; the plain run would have mixed cross-fit rows into its table."""
+    points = bench("bench_point_estimates")
+    path = points._cell_path(tmp_path, "gaussian_shift", 2.0, 1.0, 200, 0)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"family": "gaussian_shift", "dv": 1.0, "pform": 1.0}))
+    for flags, mode in ((["--cross-fit"], "cross_fit"), ([], None)):
+        argv = [*flags, "--families", "gaussian_shift", "--alphas", "2", "--n", "200"]
+        if mode is None:  # the plain run over cross-fit cells
+            path.write_text(json.dumps({"family": "gaussian_shift", "cross_fit": 1.0}))
+            mode = "dv"
+        with pytest.raises(SystemExit):
+            points.main([*argv, "--seeds", "1", "--n-jobs", "1", "--out", str(tmp_path)])
+        assert f"has no '{mode}'" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [path.name]
+
+
+def test_summaries_at_zero_divergence_are_strict_json(tmp_path, bench):
+    """Reviewer's finding: cells at D = 0 divided by the truth, and results.json held Infinity and
+    NaN, which strict JSON readers (jq, JavaScript) refuse."""
+    points = bench("bench_point_estimates")
+    rows = [
+        {"family": "f", "alpha": 2.0, "divergence": 0.0, "n": 10, "truth": 0.0, "dv": v}
+        for v in (0.0, 0.1)
+    ]
+    summary = points.summarise(rows, ("dv",))
+    points.write_results(tmp_path, summary, "table")
+    text = (tmp_path / "results.json").read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text)[0]["dv"] is None
 
 
 def test_a_cell_fitted_with_another_point_window_is_not_reported_under_this_one(tmp_path, bench):
