@@ -4,9 +4,10 @@ Kim, Varshney & Alabi (2026), Algorithm 3 and Sec. 4: train many times with and 
 record the canary's score, estimate D_α between the two score distributions, and compare a
 certified lower bound with the claimed ε_α.
 
-The generic part (:class:`Auditor`, :class:`AuditResult`, :class:`RunStore`, the synthetic
-mechanisms) imports no Opacus; :class:`DPSGDAuditor` lives in :mod:`rdpest.auditing.dpsgd`, the
-only package that does, and is imported from there on first use.
+Importing the generic part (:class:`Auditor`, :class:`AuditResult`, :class:`RunStore`, the
+synthetic mechanisms) loads no Opacus; :class:`DPSGDAuditor` lives in :mod:`rdpest.auditing.dpsgd`,
+the only package whose import does, and is imported from there on first use. (A result's
+summary converts the claim to (ε, δ) with Opacus's RDP analysis, loaded then.)
 """
 
 from rdpest.auditing.auditor import Auditor, check_audit_settings, default_estimators, run_seed
