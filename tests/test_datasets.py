@@ -129,6 +129,10 @@ def test_shapes_and_reproducibility(family):
         family, 2.0, 0.5, n_samples=4, random_state=np.random.RandomState(0)
     )
     assert X5.shape[0] == 4
+    # A NumPy pair of sizes is a pair (it was refused as "must hold integers").
+    X6, Y6, _ = datasets.make_renyi_pair(family, 2.0, 0.5, np.array([30, 45]), random_state=5)
+    np.testing.assert_array_equal(X, X6)
+    np.testing.assert_array_equal(Y, Y6)
 
 
 def test_random_state_none_gives_fresh_samples():

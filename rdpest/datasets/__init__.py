@@ -91,6 +91,8 @@ def _check_family(family) -> str:
 
 
 def _check_n_samples(n_samples) -> tuple[int, int]:
+    if isinstance(n_samples, np.ndarray) and n_samples.ndim == 1:  # np.array([n_p, n_q])
+        n_samples = n_samples.tolist()
     pair = tuple(n_samples) if isinstance(n_samples, list | tuple) else (n_samples, n_samples)
     if len(pair) != 2:
         raise ValueError(f"n_samples must be an int or a pair (n_p, n_q), got {n_samples!r}")
