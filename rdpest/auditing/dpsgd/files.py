@@ -36,6 +36,10 @@ _CIFAR_FILES = {
 }
 _CIFAR_SHAPE = (3, 32, 32)
 _CIFAR_RECORD = 1 + math.prod(_CIFAR_SHAPE)
+# A batch holds 10 000 records; a file (or what a .gz inflates to) beyond a few times that is not
+# one, and is refused before it is read (a small .gz could otherwise inflate to gigabytes).
+_CIFAR_MAX_RECORDS = 40_000
+_CIFAR_MAX_BYTES = _CIFAR_MAX_RECORDS * _CIFAR_RECORD
 
 
 def _checked_images(X: np.ndarray, labels: np.ndarray, where: str):
@@ -68,7 +72,7 @@ def _directory(path, what: str, expected: str) -> Path:
     return folder
 
 
-def _read_file(path: Path, expected_size=None) -> bytes:
+def _read_file(path: Path, expected_size=None) -> bytes | bytearray:
     """The bytes of ``path``, decompressed when its name ends in ``.gz``.
 
     ``expected_size(head)`` (for a gzipped file) gives the file's length from its first
@@ -78,13 +82,13 @@ def _read_file(path: Path, expected_size=None) -> bytes:
         if path.suffix != ".gz":
             return path.read_bytes()
         with gzip.open(path, "rb") as handle:
-            parts = [handle.read(_HEAD)]
-            size = _MAX_BYTES if expected_size is None else expected_size(parts[0])
-            left = size + 1 - len(parts[0])
+            data = bytearray(handle.read(_HEAD))  # grown in place: no second copy at the end
+            size = _MAX_BYTES if expected_size is None else expected_size(bytes(data))
+            left = size + 1 - len(data)
             while left > 0 and (chunk := handle.read(min(left, 1 << 20))):
-                parts.append(chunk)
+                data += chunk
                 left -= len(chunk)
-            return b"".join(parts)
+            return data
     except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
         raise ValueError(f"cannot read {str(path)!r}: {exc}") from None
 
@@ -144,16 +148,37 @@ def _parse_idx(data: bytes, path: Path, ndim: int) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
 
 
-def _mnist_file(folder: Path, name: str) -> Path:
-    """``name`` or ``name.gz`` in ``folder``, or where torchvision puts it below: ``MNIST/raw``,
-    ``FashionMNIST/raw`` or, for ``folder`` = ``.../MNIST``, ``raw``."""
+def _mnist_file(where: Path, name: str) -> Path | None:
+    """``name`` or ``name.gz`` (or their dotted re-packaging) in ``where``, or None."""
     dotted = name.replace("-idx", ".idx")  # a common re-packaging: train-images.idx3-ubyte
-    for where in (folder, *(folder / d / "raw" for d in ("MNIST", "FashionMNIST")), folder / "raw"):
-        for candidate in (name, f"{name}.gz", dotted, f"{dotted}.gz"):
-            if (where / candidate).is_file():
-                return where / candidate
+    for candidate in (name, f"{name}.gz", dotted, f"{dotted}.gz"):
+        if (where / candidate).is_file():
+            return where / candidate
+    return None
+
+
+def _mnist_files(folder: Path, parts) -> dict[str, tuple[Path, Path]]:
+    """Each part's (images, labels) files, all from ONE place: ``folder``, or where torchvision
+    puts them below it (``MNIST/raw``, ``FashionMNIST/raw`` or, for ``folder`` = ``.../MNIST``,
+    ``raw``). The first place holding every file of the split is used; looking each file up on
+    its own paired one data set's images with another's labels of the same count. The first
+    place holding any of them must hold them all: an incomplete ``MNIST/raw`` is refused, not
+    passed over for ``FashionMNIST/raw``."""
+    names = [name for part in parts for name in _MNIST_FILES[part]]
+    places = (folder, *(folder / d / "raw" for d in ("MNIST", "FashionMNIST")), folder / "raw")
+    for where in places:
+        found = {name: _mnist_file(where, name) for name in names}
+        if all(found.values()):
+            return {part: tuple(found[n] for n in _MNIST_FILES[part]) for part in parts}
+        if any(found.values()):
+            missing = [n for n, f in found.items() if f is None]
+            raise ValueError(
+                f"{str(where)!r} holds only part of MNIST's files: no {', '.join(missing)} (or "
+                ".gz) there. A split's images and labels are read from one folder, never paired "
+                "across folders; complete that folder or pass one holding all of the split's files"
+            )
     raise ValueError(
-        f"no MNIST file {name} (or {name}.gz) in {str(folder)!r}; expected the files as "
+        f"no MNIST file {names[0]} (or {names[0]}.gz) in {str(folder)!r}; expected the files as "
         "distributed: train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte "
         "and t10k-labels-idx1-ubyte, each possibly gzipped"
     )
@@ -183,7 +208,8 @@ def load_mnist(path: str | os.PathLike, split: str = "train") -> tuple[np.ndarra
     Raises
     ------
     ValueError
-        If a file is missing or not readable, if its IDX header has a wrong magic number, type
+        If a file is missing or not readable (all of a split's files are read from the first
+        of those folders that holds any of them), if its IDX header has a wrong magic number, type
         code or number of dimensions, if its length does not match the sizes in its header, if
         the image and label files hold different numbers of examples, or if a label lies outside
         0–9.
@@ -202,8 +228,10 @@ def load_mnist(path: str | os.PathLike, split: str = "train") -> tuple[np.ndarra
     """
     folder = _directory(path, "MNIST", "MNIST's IDX files")
     images, labels = [], []
-    for part in _check_split(split):
-        image_file, label_file = (_mnist_file(folder, name) for name in _MNIST_FILES[part])
+    parts = _check_split(split)
+    files = _mnist_files(folder, parts)
+    for part in parts:
+        image_file, label_file = files[part]
         part_images = _parse_idx(_read_file(image_file, _idx_size), image_file, 3)
         part_labels = _parse_idx(_read_file(label_file, _idx_size), label_file, 1)
         if len(part_images) != len(part_labels):
@@ -283,7 +311,7 @@ def load_cifar10(path: str | os.PathLike, split: str = "train") -> tuple[np.ndar
     ------
     ValueError
         If ``path`` is the Python (pickle) version or an archive, if a batch file is missing,
-        empty or not a whole number of records, if a label lies outside 0–9, or if the labels
+        empty, larger than 40 000 records or not a whole number of records, if a label lies outside 0–9, or if the labels
         hold a single class.
 
     Examples
@@ -309,7 +337,13 @@ def load_cifar10(path: str | os.PathLike, split: str = "train") -> tuple[np.ndar
                     f"no CIFAR-10 batch {name} (or {name}.gz) in {str(folder)!r}; the binary "
                     f"version holds {', '.join(_CIFAR_FILES['train'] + _CIFAR_FILES['test'])}"
                 )
-            data = _read_file(file)
+            too_large = file.suffix != ".gz" and file.stat().st_size > _CIFAR_MAX_BYTES
+            data = b"" if too_large else _read_file(file, lambda head: _CIFAR_MAX_BYTES)
+            if too_large or len(data) > _CIFAR_MAX_BYTES:
+                raise ValueError(
+                    f"{str(file)!r} holds more than {_CIFAR_MAX_RECORDS} CIFAR-10 records "
+                    f"({_CIFAR_MAX_BYTES} bytes); a batch of the binary version holds 10000"
+                )
             if len(data) == 0 or len(data) % _CIFAR_RECORD:
                 raise ValueError(
                     f"{str(file)!r} holds {len(data)} bytes, not a whole number of "

@@ -124,6 +124,26 @@ def test_mnist_in_torchvision_layout(tmp_path):
     np.testing.assert_array_equal(load_mnist(tmp_path / "f")[0][:, 0], scaled(fashion))
 
 
+def test_a_splits_images_and_labels_are_never_paired_across_folders(tmp_path):
+    """Reviewer's finding: each file was looked up on its own through the folder, MNIST/raw and
+    FashionMNIST/raw, so an incomplete MNIST/raw (an interrupted download) gave MNIST's images
+    with Fashion-MNIST's labels of the same count, silently."""
+    root = tmp_path / "root"
+    write_mnist(root / "FashionMNIST" / "raw", "train", n=4, seed=1)
+    write_mnist(tmp_path / "full", "train", n=4, seed=2)
+    (root / "MNIST" / "raw").mkdir(parents=True)
+    image_name = MNIST_NAMES["train"][0]
+    (root / "MNIST" / "raw" / image_name).write_bytes((tmp_path / "full" / image_name).read_bytes())
+    with pytest.raises(ValueError, match=r"only part of MNIST's files: no train-labels-idx1"):
+        load_mnist(root)
+    # "all": the training files at the top, the test files only under MNIST/raw
+    write_mnist(tmp_path / "split", "train", n=4, seed=3)
+    write_mnist(tmp_path / "split" / "MNIST" / "raw", "test", n=2, seed=4)
+    with pytest.raises(ValueError, match=r"no t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte"):
+        load_mnist(tmp_path / "split", split="all")
+    assert load_mnist(tmp_path / "split", split="train")[0].shape[0] == 4
+
+
 def _corrupt_images(folder: Path, data: bytes) -> None:
     (folder / "train-images-idx3-ubyte").write_bytes(data)
 
@@ -235,9 +255,28 @@ def test_gzipped_files_are_inflated_no_further_than_the_cap(tmp_path, monkeypatc
     batch = folder / "data_batch_1.bin"
     write(batch, batch.read_bytes(), gz=True)
     batch.unlink()
-    monkeypatch.setattr(files, "_MAX_BYTES", 2 * 3073)
-    with pytest.raises(ValueError, match=r"data_batch_1\.bin\.gz' holds 6147 bytes, not a whole"):
+    monkeypatch.setattr(files, "_CIFAR_MAX_RECORDS", 2)
+    monkeypatch.setattr(files, "_CIFAR_MAX_BYTES", 2 * 3073)
+    with pytest.raises(ValueError, match=r"data_batch_1\.bin\.gz' holds more than 2 CIFAR-10"):
         load_cifar10(folder)
+
+
+def test_a_cifar10_batch_is_refused_before_inflating_beyond_a_batch(tmp_path, monkeypatch):
+    """Reviewer's finding: a CIFAR-10 batch was inflated up to the 4 GiB cap of any file, and
+    held twice (chunks and their join): a 2.3 MB .bin.gz cost about 1 GB before the record check.
+    A batch is now read to a few batches' size at most, and a plain file that large not at all."""
+    from rdpest.auditing.dpsgd import files
+
+    folder = tmp_path / "c"
+    write_cifar(folder, n_per_batch=5)
+    monkeypatch.setattr(files, "_CIFAR_MAX_RECORDS", 4)
+    monkeypatch.setattr(files, "_CIFAR_MAX_BYTES", 4 * 3073)
+    read = []
+    monkeypatch.setattr(files, "_read_file", lambda *a: read.append(a) or b"")
+    with pytest.raises(ValueError, match=r"data_batch_1\.bin' holds more than 4 CIFAR-10 records"):
+        load_cifar10(folder)
+    assert read == []  # the plain file's size was enough to refuse it
+    assert files._CIFAR_MAX_BYTES < files._MAX_BYTES
 
 
 # ------------------------------------------------------------------------------------------------
