@@ -13,8 +13,9 @@ A = e^{(α−1)(g−hi)} ∈ [e^{−(α−1)w}, 1] and B = e^{α(g−hi)} ∈ [e
 are bounded. By default (``region="joint"``) the bound is the smallest bracket over one joint
 (1 − β) confidence region for the two means (:func:`joint_level`); with ``region="bonferroni"``
 it is the bracket at a (1 − β/2) lower confidence bound on E_P[A] and a (1 − β/2) upper one on
-E_Q[B] (rdpest.stats.bounds). Either holds with probability at least 1 − β. Clipping is a fixed function of g, so the clipped critic is again a bounded critic and the bracket
-inequality applies.
+E_Q[B] (rdpest.stats.bounds). Either holds with probability at least 1 − β. Clipping is a
+fixed function of g, so the clipped critic is again a bounded critic and the bracket inequality
+applies.
 
 A second certificate thresholds the critic (:mod:`rdpest.stats.threshold_tests`): the test
 "g(x) > t" (or "<= t") has Bernoulli outputs, and Clopper–Pearson limits on its rates bound

@@ -388,6 +388,9 @@ class DPSGDAuditor:
             "model": model_identity,
             "canary": self.canary if isinstance(self.canary, str) else array_digest(*self.canary),
             "canary_label": int(canary[1]),
+            # ClipBKD's input is computed from the data by an SVD: fingerprinted, so that a store
+            # never mixes runs of two canaries (another numpy or another construction of it)
+            **({"canary_sha256": array_digest(canary[0])} if self.canary == "clipbkd" else {}),
             "pretrain": bool(self.pretrain),
             "pretrain_fraction": float(self.pretrain_fraction),
             "pretrain_epochs": int(self.pretrain_epochs),

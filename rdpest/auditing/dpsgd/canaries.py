@@ -69,10 +69,20 @@ def _clipbkd_input(X: np.ndarray) -> np.ndarray:
     flat = X.reshape(len(X), -1).astype(np.float64)
     centred = flat - flat.mean(axis=0)
     n, d = centred.shape
-    # With fewer rows than features, the least-variance directions lie in the null space: ask for
-    # the full V so that the last row of Vᵀ is one of them.
-    _, _, vt = np.linalg.svd(centred, full_matrices=n < d)
-    direction = vt[-1]
+    _, singular, vt = np.linalg.svd(centred, full_matrices=False)  # vt: min(n, d) × d
+    if n > d:
+        direction = vt[-1]
+    else:
+        # Centred, the rows span at most n − 1 < d dimensions: the least variance (zero) lies in
+        # their null space. The full V would cost d × d floats (169 GiB for 224×224 RGB images)
+        # and complete the basis arbitrarily; instead take the coordinate axis farthest from the
+        # rows' span, minus its projection on it (O(n·d), and fixed by the data).
+        tol = singular.max(initial=0.0) * max(n, d) * np.finfo(np.float64).eps
+        span = vt[singular > tol]
+        axis = int(np.argmax(1.0 - np.einsum("ij,ij->j", span, span)))
+        direction = -(span.T @ span[:, axis])
+        direction[axis] += 1.0
+        direction /= np.linalg.norm(direction)
     # Singular vectors have an arbitrary sign; fix it so the canary is deterministic.
     if direction[np.argmax(np.abs(direction))] < 0:
         direction = -direction

@@ -311,8 +311,8 @@ def load_cifar10(path: str | os.PathLike, split: str = "train") -> tuple[np.ndar
     ------
     ValueError
         If ``path`` is the Python (pickle) version or an archive, if a batch file is missing,
-        empty, larger than 40 000 records or not a whole number of records, if a label lies outside 0–9, or if the labels
-        hold a single class.
+        empty, larger than 40 000 records or not a whole number of records, if a label lies
+        outside 0–9, or if the labels hold a single class.
 
     Examples
     --------

@@ -8,6 +8,7 @@ from rdpest import DVRenyiEstimator
 from rdpest.auditing import AuditResult, DPSGDAuditor
 from rdpest.auditing.auditor import run_seed, runs_per_call
 from rdpest.auditing.dpsgd import auditor as dpsgd_module
+from rdpest.utils.io import array_digest
 
 # Few steps, small model, tens of runs: what CI can afford.
 QUICK = {"alpha": 2.0, "steps": 10, "n_runs": 60, "progress": False, "device": "cpu"}
@@ -94,6 +95,11 @@ def test_other_models_and_canaries_run(model, canary):
     result = audit.run()
     assert result.config["pipeline"]["model"] == model
     assert result.config["pipeline"]["canary"] == canary
+    # ClipBKD's input comes from an SVD of the data: its digest keeps a store to one canary
+    digest = result.config["pipeline"].get("canary_sha256")
+    assert (digest is not None) == (canary == "clipbkd")
+    if digest is not None:
+        assert digest == array_digest(audit.score_fn.canary_x)
     _assert_runs_are_the_score_functions(audit, result)
 
 
