@@ -116,8 +116,9 @@ def _image_shape(n_features: int, input_shape) -> tuple[int, int, int]:
         raise ValueError(
             f"input_shape {shape} holds {math.prod(shape)} values but n_features is {n_features}"
         )
-    if shape[2] in (1, 3) and shape[0] not in (1, 3) and shape[0] >= 4 * shape[2]:
-        # (H, W, C) images read as channels first would be H channels of W×C pixels.
+    if shape[2] in (1, 3, 4) and shape[0] > 4 and shape[1] > 4:
+        # (H, W, C) images (grey, RGB, RGBA) read as channels first would be H channels of W×C
+        # pixels; a real channels-first network input is rarely 1 to 4 pixels wide.
         raise ValueError(
             f"the 'cnn' model reads examples as (channels, height, width); {shape} looks like "
             "channels-last images: pass X.transpose(0, 3, 1, 2) (or give a model factory if "

@@ -212,7 +212,13 @@ def test_channels_last_images_are_refused_by_the_built_in_cnn(monkeypatch):
         ValueError, match=r"looks like channels-last images.*transpose\(0, 3, 1, 2\)"
     ):
         make_model("cnn", 64, 10, input_shape=(8, 8, 1))
+    # Reviewer's finding: small RGB and any RGBA channels-last images trained as "8 channels of
+    # 8×3 pixels" without a word.
+    for shape in [(8, 8, 3), (16, 16, 4), (32, 32, 3)]:
+        with pytest.raises(ValueError, match="looks like channels-last"):
+            make_model("cnn", int(np.prod(shape)), 10, input_shape=shape)
     assert make_model("cnn", 64, 10, input_shape=(1, 8, 8)) is not None
+    assert make_model("cnn", 256, 10, input_shape=(4, 8, 8)) is not None
     assert make_model("cnn", 192, 10, input_shape=(3, 8, 8)) is not None
     rng = np.random.default_rng(0)
     X, y = rng.random((200, 8, 8, 1), dtype=np.float32), rng.integers(0, 10, 200)
