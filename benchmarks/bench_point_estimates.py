@@ -464,7 +464,7 @@ def main(argv=None) -> int:
     parser.add_argument("--families", nargs="+", default=list(FAMILIES))
     parser.add_argument("--divergences", type=float, nargs="+", default=[1.0])
     args = parser.parse_args(argv)
-    check_flags(parser, args, quick_sets=("families", "alphas", "seeds"))
+    check_flags(parser, args, quick_sets=("alphas", "seeds"))  # --quick takes the first family
     families, alphas, seeds = args.families, args.alphas, args.seeds
     if args.quick:
         families, alphas, seeds = families[:1], [2.0], 4

@@ -47,6 +47,7 @@ def test_an_empty_grid_exits_without_writing_tables(tmp_path):
         ("bench_point_windows", ["--n-jobs", "0"], "--n-jobs must be a positive number"),
         ("bench_auditing", ["--runs", "0"], "--runs must be at least 1"),
         ("bench_point_estimates", ["--quick", "--seeds", "9"], "--quick chooses --seeds itself"),
+        ("bench_point_estimates", ["--quick", "--alphas", "8"], "--quick chooses --alphas itself"),
         (
             "bench_critic_inputs",
             ["--quick", "--alphas", "8", "--families", "laplace_shift"],

@@ -34,8 +34,8 @@ def array_digest(*arrays) -> str:
 
 
 def load_json(text: str | bytes):
-    """``json.loads`` for files a user or a crash may have edited: an integer too long for a
-    float (more than 308 digits) is read as a float (±inf), so the callers' checks for finite
+    """``json.loads`` for files a user or a crash may have edited: an integer of more than 308
+    digits is read as a float (±inf beyond the float range), so the callers' checks for finite
     numbers refuse it with their own ValueError instead of an OverflowError escaping from a
     later ``float()`` or ``math.isfinite``.
 

@@ -388,9 +388,15 @@ class DPSGDAuditor:
             "model": model_identity,
             "canary": self.canary if isinstance(self.canary, str) else array_digest(*self.canary),
             "canary_label": int(canary[1]),
-            # ClipBKD's input is computed from the data by an SVD: fingerprinted, so that a store
-            # never mixes runs of two canaries (another numpy or another construction of it)
-            **({"canary_sha256": array_digest(canary[0])} if self.canary == "clipbkd" else {}),
+            # ClipBKD's input with no more rows than values per example comes from the rows' span
+            # (a construction that replaced an arbitrary completion of the SVD's basis):
+            # fingerprinted, so that a store never mixes runs of two canaries. With more rows it
+            # is the SVD's last direction, as in stores written before the fingerprint existed.
+            **(
+                {"canary_sha256": array_digest(canary[0])}
+                if self.canary == "clipbkd" and len(X_audit) <= X_audit[0].size
+                else {}
+            ),
             "pretrain": bool(self.pretrain),
             "pretrain_fraction": float(self.pretrain_fraction),
             "pretrain_epochs": int(self.pretrain_epochs),

@@ -116,7 +116,8 @@ def _image_shape(n_features: int, input_shape) -> tuple[int, int, int]:
         raise ValueError(
             f"input_shape {shape} holds {math.prod(shape)} values but n_features is {n_features}"
         )
-    if shape[2] in (1, 3, 4) and shape[0] > 4 and shape[1] > 4:
+    grey = shape[2] == 1 and shape[0] >= 4 and shape[0] != 3
+    if grey or (shape[2] in (3, 4) and shape[0] > 4 and shape[1] > 4):
         # (H, W, C) images (grey, RGB, RGBA) read as channels first would be H channels of W×C
         # pixels; a real channels-first network input is rarely 1 to 4 pixels wide.
         raise ValueError(

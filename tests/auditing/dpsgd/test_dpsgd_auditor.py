@@ -95,12 +95,23 @@ def test_other_models_and_canaries_run(model, canary):
     result = audit.run()
     assert result.config["pipeline"]["model"] == model
     assert result.config["pipeline"]["canary"] == canary
-    # ClipBKD's input comes from an SVD of the data: its digest keeps a store to one canary
-    digest = result.config["pipeline"].get("canary_sha256")
-    assert (digest is not None) == (canary == "clipbkd")
-    if digest is not None:
-        assert digest == array_digest(audit.score_fn.canary_x)
+    # More audited rows than values per example: ClipBKD's input is the SVD's last direction,
+    # as before its fingerprint existed, and stores written then still resume.
+    assert "canary_sha256" not in result.config["pipeline"]
     _assert_runs_are_the_score_functions(audit, result)
+
+
+def test_a_clipbkd_canary_from_fewer_rows_than_values_is_fingerprinted(monkeypatch):
+    """With no more audited rows than values per example, ClipBKD's input is built from the rows'
+    span (the full SVD's d × d matrix did not fit in memory for large images, and completed the
+    null space arbitrarily): the store fingerprints it, so it never mixes two canaries' runs."""
+    rng = np.random.default_rng(0)
+    X = rng.random((40, 64), dtype=np.float32)  # 20 audited rows of 64 values
+    y = np.arange(40) % 2
+    monkeypatch.setattr(dpsgd_module, "pretrain", None)  # not needed to build the canary
+    options = {**QUICK, "n_runs": 8, "steps": 1, "noise_multiplier": 1.0, "pretrain": False}
+    score_fn, _, fingerprint = DPSGDAuditor(data=(X, y), canary="clipbkd", **options).build()
+    assert fingerprint["canary_sha256"] == array_digest(score_fn.canary_x)
 
 
 def test_custom_data_and_user_canary():

@@ -214,7 +214,7 @@ def test_channels_last_images_are_refused_by_the_built_in_cnn(monkeypatch):
         make_model("cnn", 64, 10, input_shape=(8, 8, 1))
     # Reviewer's finding: small RGB and any RGBA channels-last images trained as "8 channels of
     # 8×3 pixels" without a word.
-    for shape in [(8, 8, 3), (16, 16, 4), (32, 32, 3)]:
+    for shape in [(8, 8, 3), (16, 16, 4), (32, 32, 3), (4, 4, 1), (6, 4, 1)]:
         with pytest.raises(ValueError, match="looks like channels-last"):
             make_model("cnn", int(np.prod(shape)), 10, input_shape=shape)
     assert make_model("cnn", 64, 10, input_shape=(1, 8, 8)) is not None
