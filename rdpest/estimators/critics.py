@@ -165,6 +165,26 @@ def _evaluate(critic: BoundedMLP, A: np.ndarray) -> np.ndarray:
     return np.concatenate(out) if out else np.empty(0)
 
 
+def _evaluate_parts(critic: BoundedMLP, *parts: np.ndarray) -> list[np.ndarray]:
+    """The critic's values on each part (as :func:`_evaluate`), equal on equal rows of all parts.
+
+    A float32 network's value for a row may change in its last bits with the size of the batch
+    and the row's place in it (matrix products compute leftover rows with other kernels).
+    Identical P and Q rows evaluated in batches of different sizes then got values one ulp
+    apart, and the threshold certificate, which compares exactly at a tied training value, read
+    that as perfect separation: positive bounds at P = Q for constant samples of unequal sizes.
+    Where rows repeat, each distinct row is evaluated once and its value shared, so the critic is
+    a function of x; where none repeats, each part is evaluated as before.
+    """
+    pooled = np.concatenate(parts)
+    flat = pooled.reshape(len(pooled), -1)
+    unique, inverse = np.unique(flat, axis=0, return_inverse=True)
+    if len(unique) == len(pooled):
+        return [_evaluate(critic, a) for a in parts]
+    values = _evaluate(critic, unique.reshape(-1, *pooled.shape[1:]))[inverse.reshape(-1)]
+    return np.split(values, np.cumsum([len(a) for a in parts])[:-1])
+
+
 def _classifier_loss(g_p, g_q):
     # Logistic loss with each class averaged separately: the minimiser's logit is log p/q whatever
     # the two sample sizes (with pooled averaging it would be shifted by log(n_p / n_q)).

@@ -37,7 +37,7 @@ from rdpest.estimators.critics import (
     BoundedMLP,
     _classifier_loss,
     _cyclic,
-    _evaluate,
+    _evaluate_parts,
     _standardisation,
 )
 from rdpest.estimators.results import DirectionResult, DVDiagnostics
@@ -508,7 +508,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     def _fit_fold(self, p_train, q_train, p_test, q_test, seed):
         """Train a critic on one fold; its values, training range and held-out point estimate."""
         critic, history = self._train_critic(p_train, q_train, seed)
-        g = [_evaluate(critic, a) for a in (p_train, q_train, p_test, q_test)]
+        g = _evaluate_parts(critic, p_train, q_train, p_test, q_test)
         # The point estimate clips the critic to a window chosen on the training split: a
         # fixed function, so the bracket still lower-bounds D in population, and it stops
         # extrapolated critic values on test points from blowing the estimate up (the
@@ -618,7 +618,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     def _score_direction(self, X, Y, direction) -> float:
         critic = self.critics_[direction]
         return _clipped_bracket(
-            _evaluate(critic, X), _evaluate(critic, Y), self.critic_ranges_[direction], self.alpha
+            *_evaluate_parts(critic, X, Y), self.critic_ranges_[direction], self.alpha
         )
 
     def log_ratio(self, X) -> np.ndarray:
@@ -638,7 +638,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
                 "log_ratio needs a forward critic: fit with direction 'forward' or 'max'"
             )
         P, _ = self._validate_samples(X, X, reset=False)
-        return _evaluate(self.critics_["forward"], P)
+        return _evaluate_parts(self.critics_["forward"], P)[0]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -18,7 +18,7 @@ from scipy.optimize import minimize_scalar
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from rdpest.estimators.critics import _evaluate
+from rdpest.estimators.critics import _evaluate_parts
 from rdpest.estimators.dv import DVRenyiEstimator
 
 __all__ = ["neg_critic_loss"]
@@ -77,7 +77,7 @@ def neg_critic_loss(estimator, X, Y=None) -> float:
     losses = []
     for direction, critic in estimator.critics_.items():
         A, B = (P, Q) if direction == "forward" else (Q, P)
-        losses.append(profiled_logistic_loss(_evaluate(critic, A), _evaluate(critic, B)))
+        losses.append(profiled_logistic_loss(*_evaluate_parts(critic, A, B)))
     return -float(np.mean(losses))
 
 

@@ -559,3 +559,41 @@ def test_pooled_form_checks_the_membership_label(member, match):
     Z = np.random.default_rng(0).normal(size=100)
     with pytest.raises(ValueError, match=match):
         DVRenyiEstimator(pooled=True, **FAST).fit(Z, member)
+
+
+def test_identical_samples_of_unequal_sizes_certify_nothing():
+    """Reviewer's finding (a false certificate): P = Q = a point mass, 1000 against 14 values. The
+    float32 critic gave the same x values one ulp apart in batches of different sizes (matrix
+    products compute leftover rows with other kernels), and the threshold certificate, comparing
+    exactly at the tied training value, read that as perfect separation: 9 of these 20 seeds
+    certified D_2 > 0 (up to 0.069) at beta = 0.05, where at most one in twenty may exceed the
+    truth. Equal rows now share one value, so no test separates them and every bound is 0."""
+    bounds = []
+    for seed in range(20):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = DVRenyiEstimator(
+                alpha=2.0, direction="forward", point_estimate="split", random_state=seed
+            ).fit(np.full(1000, 3.0), np.full(14, 3.0))
+        bounds.append(est.lower_bound_)
+    assert max(bounds) == 0.0, bounds
+
+
+def test_the_critic_is_a_function_of_x_whatever_the_batch():
+    """The guarantee behind the test above, on any BLAS: equal rows in parts of any sizes get
+    the same value, and rows that do not repeat are evaluated as before."""
+    from rdpest.estimators.critics import _evaluate, _evaluate_parts
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    est = DVRenyiEstimator(alpha=2.0, max_epochs=3, random_state=0).fit(X, X + 0.5)
+    critic = est.critics_["forward"]
+    row = np.array([[0.3, -1.2, 2.0]])
+    parts = [np.repeat(row, n, axis=0) for n in (1000, 14, 5, 33, 1)]
+    values = np.concatenate(_evaluate_parts(critic, *parts))
+    assert values.shape == (1053,) and np.unique(values).size == 1
+    mixed = _evaluate_parts(critic, X[:7], np.vstack([X[3:5], row]))
+    np.testing.assert_array_equal(mixed[0][3:5], mixed[1][:2])
+    distinct = _evaluate_parts(critic, X[:10], X[10:])  # each part as before, bit for bit
+    np.testing.assert_array_equal(distinct[0], _evaluate(critic, X[:10]))
+    np.testing.assert_array_equal(distinct[1], _evaluate(critic, X[10:]))
