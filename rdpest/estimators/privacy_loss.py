@@ -69,6 +69,16 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
             return "gaussian"
         if hasattr(self.log_ratio, "log_ratio"):
             return "estimator"
+        owner = getattr(self.log_ratio, "__self__", None)
+        if hasattr(owner, "log_ratio") and hasattr(owner, "fit"):
+            # a fitted estimator's method is an estimate: taken as a callable it would be
+            # "exact", and its bound labelled certified
+            raise ValueError(
+                f"log_ratio is the method {type(owner).__name__}.{self.log_ratio.__name__} of a "
+                "fitted estimator, an ESTIMATE of log p/q: pass the estimator itself "
+                "(log_ratio=est), so the bound is reported as uncertified; a callable is taken "
+                "as the exact privacy loss"
+            )
         return "exact"
 
     def __sklearn_clone__(self):
@@ -174,7 +184,8 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
 
         - A callable: the exact loss, vectorised; it receives the (n, d) sample array (a function
           of (n,) arrays also works for d = 1) and returns n finite values. ``certified_`` is
-          True and all samples certify.
+          True and all samples certify. A fitted estimator's bound method (``est.log_ratio``)
+          is refused: pass the estimator itself.
         - An estimator with a ``log_ratio`` method, e.g. a :class:`rdpest.DVRenyiEstimator`
           fitted by the user on OTHER data with X ~ P and Y ~ Q: its estimate is used on all
           samples; ``certified_`` is False. ``sklearn.base.clone`` (GridSearchCV, auditors)

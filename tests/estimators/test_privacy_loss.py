@@ -436,6 +436,10 @@ def test_dv_estimator_as_log_ratio():
     est = MarkovRenyiBound(2.0, log_ratio=dv).fit(X2, Y2)
     assert not est.certified_
     assert 0.2 < est.divergence_ < 3.0
+    # Reviewer's finding: the estimator's METHOD passed as a callable was taken as the exact
+    # loss, and the bound from an estimated ratio labelled certified.
+    with pytest.raises(ValueError, match=r"DVRenyiEstimator\.log_ratio of a fitted estimator"):
+        MarkovRenyiBound(2.0, log_ratio=dv.log_ratio).fit(X2, Y2)
 
 
 def test_gaussian_fit_splits_and_is_not_certified():
