@@ -166,22 +166,35 @@ def _evaluate(critic: BoundedMLP, A: np.ndarray) -> np.ndarray:
 
 
 def _evaluate_parts(critic: BoundedMLP, *parts: np.ndarray) -> list[np.ndarray]:
-    """The critic's values on each part (as :func:`_evaluate`), equal on equal rows of all parts.
+    """The critic's float64 values on each part: one function of the network's input, whatever
+    part a row is in.
 
     A float32 network's value for a row may change in its last bits with the size of the batch
-    and the row's place in it (matrix products compute leftover rows with other kernels).
-    Identical P and Q rows evaluated in batches of different sizes then got values one ulp
-    apart, and the threshold certificate, which compares exactly at a tied training value, read
-    that as perfect separation: positive bounds at P = Q for constant samples of unequal sizes.
-    Where rows repeat, each distinct row is evaluated once and its value shared, so the critic is
-    a function of x; where none repeats, each part is evaluated as before.
+    and the row's place in it (matrix products compute leftover rows with other kernels). The
+    training and certifying parts of P and Q, evaluated as four batches of different sizes, gave
+    the same input values a few ulps apart, and the threshold certificate, which compares exactly
+    at a tied training value, read that as separation: positive bounds at P = Q (a point mass,
+    1000 against 14 values; or rows that differ in float64 but standardise to the same float32
+    input, as N(0, 1) values do beside an outlier of 1e10). Here all parts are standardised, and
+    each DISTINCT float32 input is evaluated once, in one pass over the sorted distinct inputs
+    (chunks of _EVAL_CHUNK rows): equal inputs share one value, and no value depends on which
+    sample or part its row came from.
     """
+    device = next(critic.parameters()).device
     pooled = np.concatenate(parts)
-    flat = pooled.reshape(len(pooled), -1)
-    unique, inverse = np.unique(flat, axis=0, return_inverse=True)
-    if len(unique) == len(pooled):
-        return [_evaluate(critic, a) for a in parts]
-    values = _evaluate(critic, unique.reshape(-1, *pooled.shape[1:]))[inverse.reshape(-1)]
+    n = len(pooled)
+    with torch.no_grad():
+        z = [
+            critic.standardise(torch.as_tensor(pooled[i : i + _EVAL_CHUNK]).to(device)).cpu()
+            for i in range(0, n, _EVAL_CHUNK)
+        ]
+        z = torch.cat(z).numpy().reshape(n, -1) if z else np.empty((0, 1), dtype=np.float32)
+        distinct, inverse = np.unique(z, axis=0, return_inverse=True)
+        values = np.empty(len(distinct))
+        for i in range(0, len(distinct), _EVAL_CHUNK):
+            chunk = torch.as_tensor(distinct[i : i + _EVAL_CHUNK]).to(device)
+            values[i : i + _EVAL_CHUNK] = critic.head(chunk).double().cpu().numpy()
+    values = values[inverse.reshape(-1)]
     return np.split(values, np.cumsum([len(a) for a in parts])[:-1])
 
 
