@@ -160,10 +160,9 @@ def _mnist_file(where: Path, name: str) -> Path | None:
 def _mnist_files(folder: Path, parts) -> dict[str, tuple[Path, Path]]:
     """Each part's (images, labels) files, all from ONE place: ``folder``, or where torchvision
     puts them below it (``MNIST/raw``, ``FashionMNIST/raw`` or, for ``folder`` = ``.../MNIST``,
-    ``raw``). The first place holding every file of the split is used; looking each file up on
-    its own paired one data set's images with another's labels of the same count. The first
-    place holding any of them must hold them all: an incomplete ``MNIST/raw`` is refused, not
-    passed over for ``FashionMNIST/raw``."""
+    ``raw``): the first of these places holding any of the split's files must hold them all (an
+    incomplete ``MNIST/raw`` is refused, not passed over for ``FashionMNIST/raw``). Looking each
+    file up on its own paired one data set's images with another's labels of the same count."""
     names = [name for part in parts for name in _MNIST_FILES[part]]
     places = (folder, *(folder / d / "raw" for d in ("MNIST", "FashionMNIST")), folder / "raw")
     for where in places:
