@@ -345,7 +345,7 @@ def write_tables(records: list[dict], out: Path, command: str | None = None) -> 
     atomic_write_text(out / "results.csv", buffer.getvalue())
     # Strict JSON: a value that is undefined (a relative error at D = 0) or infinite is null,
     # not Python's NaN/Infinity tokens, which strict parsers (jq, JavaScript) refuse.
-    atomic_write_text(out / "results.json", json.dumps(_strict(records), indent=2, allow_nan=False))
+    write_json(out / "results.json", records, indent=2)
     lines = [
         "| estimator | family | α | n | truth | point mean ± sd | median rel. err | bound mean "
         "| miscoverage | oracle bound | s/fit (median) | floor rel. err P / Q | ÷ best floor |",

@@ -155,14 +155,8 @@ _EVAL_CHUNK = 65536
 
 
 def _evaluate(critic: BoundedMLP, A: np.ndarray) -> np.ndarray:
-    """The critic's float64 values on the rows of A, in chunks of _EVAL_CHUNK rows."""
-    device = next(critic.parameters()).device
-    out = []
-    with torch.no_grad():
-        for start in range(0, len(A), _EVAL_CHUNK):
-            chunk = torch.as_tensor(A[start : start + _EVAL_CHUNK], dtype=torch.float64)
-            out.append(critic(chunk.to(device)).double().cpu().numpy())
-    return np.concatenate(out) if out else np.empty(0)
+    """The critic's float64 values on the rows of A (:func:`_evaluate_parts` of one part)."""
+    return _evaluate_parts(critic, A)[0]
 
 
 def _evaluate_parts(critic: BoundedMLP, *parts: np.ndarray) -> list[np.ndarray]:

@@ -37,6 +37,7 @@ from rdpest.estimators.critics import (
     BoundedMLP,
     _classifier_loss,
     _cyclic,
+    _evaluate,
     _evaluate_parts,
     _standardisation,
 )
@@ -638,7 +639,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
                 "log_ratio needs a forward critic: fit with direction 'forward' or 'max'"
             )
         P, _ = self._validate_samples(X, X, reset=False)
-        return _evaluate_parts(self.critics_["forward"], P)[0]
+        return _evaluate(self.critics_["forward"], P)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

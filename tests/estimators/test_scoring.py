@@ -10,7 +10,7 @@ from sklearn.preprocessing import StandardScaler
 
 from rdpest import DVRenyiEstimator, MarkovRenyiBound, neg_critic_loss
 from rdpest.datasets import family_parameters, log_likelihood_ratio, make_renyi_pair
-from rdpest.estimators.critics import _evaluate
+from rdpest.estimators.critics import _evaluate_parts
 from rdpest.estimators.scoring import profiled_logistic_loss
 from rdpest.estimators.windows import _clipped_bracket
 
@@ -97,14 +97,13 @@ def test_loss_prefers_the_true_ratio_where_the_held_out_bracket_prefers_heavy_ta
 def test_scorer_is_minus_the_profiled_loss_of_the_fitted_critics():
     X, Y, _ = make_renyi_pair("gaussian_shift", 2.0, 1.0, 600, random_state=1)
     est = DVRenyiEstimator(**FAST).fit(X[:400], Y[:400])
-    g_p, g_q = (_evaluate(est.critics_["forward"], A[400:].reshape(-1, 1)) for A in (X, Y))
+    held_out = X[400:].reshape(-1, 1), Y[400:].reshape(-1, 1)
+    g_p, g_q = _evaluate_parts(est.critics_["forward"], *held_out)
     assert neg_critic_loss(est, X[400:], Y[400:]) == -profiled_logistic_loss(g_p, g_q)
     both = DVRenyiEstimator(direction="max", **FAST).fit(X[:400], Y[:400])
-    forward = profiled_logistic_loss(
-        *(_evaluate(both.critics_["forward"], A[400:].reshape(-1, 1)) for A in (X, Y))
-    )
+    forward = profiled_logistic_loss(*_evaluate_parts(both.critics_["forward"], *held_out))
     reverse = profiled_logistic_loss(
-        *(_evaluate(both.critics_["reverse"], A[400:].reshape(-1, 1)) for A in (Y, X))
+        *_evaluate_parts(both.critics_["reverse"], *reversed(held_out))
     )
     assert neg_critic_loss(both, X[400:], Y[400:]) == pytest.approx(-(forward + reverse) / 2)
     # Both objectives are scored: a DV-objective critic is defined up to a constant only.
