@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from rdpest.auditing.auditor import AUDIT_SETTINGS, Auditor, check_audit_settings
-from rdpest.auditing.dpsgd.canaries import _check_label, make_canary
+from rdpest.auditing.dpsgd.canaries import _check_label, clipbkd_from_span, make_canary
 from rdpest.auditing.dpsgd.config import DPSGDConfig
 from rdpest.auditing.dpsgd.data import (
     check_class_count,
@@ -394,7 +394,7 @@ class DPSGDAuditor:
             # is the SVD's last direction, as in stores written before the fingerprint existed.
             **(
                 {"canary_sha256": array_digest(canary[0])}
-                if self.canary == "clipbkd" and len(X_audit) <= X_audit[0].size
+                if self.canary == "clipbkd" and clipbkd_from_span(X_audit)
                 else {}
             ),
             "pretrain": bool(self.pretrain),

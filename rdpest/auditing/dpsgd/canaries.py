@@ -65,12 +65,18 @@ def _least_likely_label(model: nn.Module, x: np.ndarray) -> int:
     return int(torch.argmin(logits[0]).item())
 
 
+def clipbkd_from_span(X) -> bool:
+    """Whether ClipBKD's input for the rows ``X`` comes from their span (no more rows than values
+    per example), rather than from the SVD's last right singular vector."""
+    return len(X) <= X[0].size
+
+
 def _clipbkd_input(X: np.ndarray) -> np.ndarray:
     flat = X.reshape(len(X), -1).astype(np.float64)
     centred = flat - flat.mean(axis=0)
-    n, d = centred.shape
     _, singular, vt = np.linalg.svd(centred, full_matrices=False)  # vt: min(n, d) × d
-    if n > d:
+    n, d = centred.shape
+    if not clipbkd_from_span(X):
         direction = vt[-1]
     else:
         # Centred, the rows span at most n − 1 < d dimensions: the least variance (zero) lies in
