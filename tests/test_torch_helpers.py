@@ -8,7 +8,7 @@ import torch
 from torch.backends import cudnn
 
 from rdpest import DVRenyiEstimator
-from rdpest.utils.torch_helpers import deterministic_cudnn, forked_rng
+from rdpest.utils.torch_helpers import deterministic_cudnn, forked_rng, resolve_device
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -68,3 +68,24 @@ def test_forked_rng_on_cuda_is_deterministic_and_seeds_the_device():
         first = torch.randn(5, device=device)
     with forked_rng(3, device):
         assert torch.equal(torch.randn(5, device=device), first)
+
+
+@pytest.mark.parametrize(
+    "device, message",
+    [
+        ("cuda:1", "has 1 CUDA device"),
+        ("cuda:7", "has 1 CUDA device"),
+        ("cuda:x", "N an integer"),
+        ("cuda:-1", "N an integer"),
+        ("cuda:", "N an integer"),
+    ],
+)
+def test_a_cuda_device_the_machine_lacks_is_refused_when_named(monkeypatch, device, message):
+    # Pretend to be a one-GPU machine: the index is checked when the device is resolved, not at
+    # the first tensor moved there (where torch raised its own error, after data had been loaded).
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ValueError, match=message):
+        resolve_device(device)
+    assert resolve_device("cuda:0") == torch.device("cuda:0")
+    assert resolve_device("cuda") == torch.device("cuda")

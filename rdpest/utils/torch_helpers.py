@@ -47,6 +47,15 @@ def resolve_device(device: str) -> torch.device:
                 f"device={device!r} was requested but CUDA is not available on this machine; "
                 "use device='auto' or 'cpu'"
             )
+        index = device[len("cuda:") :] if device != "cuda" else "0"
+        if not (index.isascii() and index.isdigit()):
+            raise ValueError(f"device must be 'cuda' or 'cuda:N' with N an integer, got {device!r}")
+        count = torch.cuda.device_count()
+        if int(index) >= count:  # refused here, not at the first tensor moved there
+            raise ValueError(
+                f"device={device!r} was requested but this machine has {count} CUDA device(s) "
+                f"(cuda:0 to cuda:{count - 1})"
+            )
         return torch.device(device)
     raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
 
