@@ -406,13 +406,16 @@ def opacus_version_message() -> str:
 
 
 def available_memory(device: str | torch.device = "cpu") -> int:
-    """Bytes free for new allocations: the device's free memory on CUDA, else the available RAM
-    (``MemAvailable`` of /proc/meminfo, else the free physical pages; 2 GiB if neither is known).
+    """Bytes free for new allocations: on CUDA the device's free memory plus what torch's caching
+    allocator holds reserved but unused (it serves new tensors from that first), else the
+    available RAM (``MemAvailable`` of /proc/meminfo, else the free physical pages; 2 GiB if
+    neither is known).
     """
     device = torch.device(device)
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
+        cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return int(free) + max(0, int(cached))
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:

@@ -42,6 +42,7 @@ from rdpest.auditing.dpsgd.stacking import (
     StackedLinear,
     activation_floats,
     auto_stack_size,
+    available_memory,
     opacus_supports_stacking,
     opacus_version_message,
     stack_memory_budget,
@@ -420,6 +421,20 @@ def test_activation_floats_counts_the_input_and_every_layer_output():
     assert activation_floats(make_model("mlp", 64, 10), (64,)) == 64 + 64 + 64 + 64 + 10
     cnn = make_model("cnn", 64, 10)
     assert activation_floats(cnn, (64,)) > 64 * 8  # the first convolution's 8 maps of 8x8
+
+
+def test_cuda_memory_torch_holds_in_its_cache_counts_as_free(monkeypatch):
+    # torch's caching allocator keeps freed blocks reserved: the driver reports them as used, but
+    # new tensors are served from them first, so a stack may use them. Pretend 3 GiB free on the
+    # device, 5 GiB reserved by torch of which 1 GiB is in live tensors.
+    gib = 1 << 30
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (3 * gib, 80 * gib))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 5 * gib)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 1 * gib)
+    assert available_memory("cuda") == 7 * gib
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 0)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 0)
+    assert available_memory("cuda") == 3 * gib
 
 
 @NEEDS_STACKING
