@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import logging
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 
@@ -40,6 +41,8 @@ from rdpest.utils.torch_helpers import forked_rng, num_threads, resolve_device
 from rdpest.utils.validation import check_int, check_seed, check_seeds
 
 __all__ = ["DPSGDRun", "resolve_stack_runs"]
+
+logger = logging.getLogger(__name__)
 
 
 def resolve_stack_runs(
@@ -74,28 +77,38 @@ def resolve_stack_runs(
     """
     example_shape = tuple(int(s) for s in example_shape)
     if stack_runs == "auto":
-        if sample_rate < 1.0 or grad_sample_mode not in ("auto", "ghost"):
+        obstacles = _stacking_obstacles(template, example_shape, sample_rate, grad_sample_mode)
+        if obstacles:
+            logger.info('stack_runs="auto" trains one run at a time: %s', "; ".join(obstacles))
             return 1
-        return auto_stack_size(template, n_rows, example_shape, device, max_stack=max_stack)
+        size = auto_stack_size(template, n_rows, example_shape, device, max_stack=max_stack)
+        logger.info('stack_runs="auto" trains %d run(s) together on %s', size, device)
+        return size
     if isinstance(stack_runs, str):
         raise ValueError(f'stack_runs must be "auto" or an integer >= 1, got {stack_runs!r}')
     stack = check_int(stack_runs, "stack_runs", 1)
     if stack > 1:
-        reasons = []
-        if sample_rate < 1.0:
-            reasons.append("it needs full-batch training (sample_rate=1)")
-        if grad_sample_mode not in ("auto", "ghost"):
-            reasons.append('it trains with ghost clipping (grad_sample_mode "auto" or "ghost")')
-        if not stackable(template, len(example_shape) + 1):
-            reasons.append(
-                "it needs an nn.Sequential of nn.Linear and nn.Conv2d layers, elementwise "
-                "activations, flattening and pooling"
-            )
-        if not opacus_supports_stacking():
-            reasons.append(opacus_version_message())
+        reasons = _stacking_obstacles(template, example_shape, sample_rate, grad_sample_mode)
         if reasons:
             raise ValueError(f"stack_runs={stack} is not possible: " + "; ".join(reasons))
     return stack
+
+
+def _stacking_obstacles(template, example_shape, sample_rate, grad_sample_mode) -> list[str]:
+    """Why runs of this configuration cannot be trained as a stack (none: they can)."""
+    reasons = []
+    if sample_rate < 1.0:
+        reasons.append("it needs full-batch training (sample_rate=1)")
+    if grad_sample_mode not in ("auto", "ghost"):
+        reasons.append('it trains with ghost clipping (grad_sample_mode "auto" or "ghost")')
+    if not stackable(template, len(example_shape) + 1):
+        reasons.append(
+            "it needs an nn.Sequential of nn.Linear and nn.Conv2d layers, elementwise "
+            "activations, flattening and pooling"
+        )
+    if not opacus_supports_stacking():
+        reasons.append(opacus_version_message())
+    return reasons
 
 
 class DPSGDRun:

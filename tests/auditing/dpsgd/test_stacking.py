@@ -17,6 +17,8 @@ The claims tested, against plain, unstacked Opacus (``train_dp_sgd``, one model 
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -485,6 +487,21 @@ def test_resolve_stack_runs():
         resolve_stack_runs(4, lr, sample_rate=0.5, **common)
     with pytest.raises(ValueError, match="ghost"):
         resolve_stack_runs(4, lr, sample_rate=1.0, grad_sample_mode="hooks", **common)
+
+
+@NEEDS_STACKING
+def test_auto_says_at_info_level_how_many_runs_it_stacks_and_why_only_one(caplog):
+    # `rdpest -v` shows these: an audit that trains one run at a time says why.
+    lr = make_model("lr", 64, 10)
+    common = {"n_rows": 900, "example_shape": (64,)}
+    with caplog.at_level(logging.INFO, logger="rdpest"):
+        resolve_stack_runs("auto", lr, sample_rate=0.5, **common)
+        resolve_stack_runs("auto", _unstackable(), sample_rate=1.0, **common)
+        resolve_stack_runs("auto", lr, sample_rate=1.0, max_stack=8, **common)
+    said = [record.getMessage() for record in caplog.records]
+    assert "one run at a time: it needs full-batch training (sample_rate=1)" in said[0]
+    assert "one run at a time: it needs an nn.Sequential" in said[1]
+    assert said[2] == 'stack_runs="auto" trains 8 run(s) together on cpu'
 
 
 @NEEDS_STACKING
