@@ -9,8 +9,9 @@ Pure functions, natural logarithms, RDP in the standard scale of Mironov (2017):
   "Hypothesis testing interpretations and Rényi differential privacy", Thm 21), also in Canonne,
   Kamath & Steinke (2020). Opacus's ``get_privacy_spent`` implements the latter.
 - DP-SGD: the RDP of the subsampled Gaussian mechanism composed over T steps, through Opacus's RDP
-  analysis (Mironov, Talwar & Zhang 2019); at sampling rate 1 it is the composition of T Gaussian
-  mechanisms, ε_α = Tα/(2σ²), i.e. √T/σ-GDP (Dong, Roth & Su 2022, Cor. 3.3).
+  analysis (Mironov, Talwar & Zhang 2019), checked against rdpest's own quadrature (whose value
+  is used where Opacus's series loses precision); at sampling rate 1 it is the composition of T
+  Gaussian mechanisms, ε_α = Tα/(2σ²), i.e. √T/σ-GDP (Dong, Roth & Su 2022, Cor. 3.3).
 
 Every function validates its arguments and raises ``ValueError`` naming the offending argument.
 
@@ -250,33 +251,70 @@ def rdp_to_dp(
 # --------------------------------------------------------------------------------------------
 
 
+# Opacus's value is used where it agrees with rdpest's own quadrature to this relative tolerance;
+# elsewhere the quadrature's (see _opacus_epsilon_alpha).
+_OPACUS_AGREEMENT = 1e-6
+
+
 def _opacus_epsilon_alpha(
     noise_multiplier: float, sample_rate: float, steps: int, alpha: float
 ) -> float:
+    """ε_α of ``steps`` compositions of the sampled Gaussian mechanism: Opacus's RDP analysis,
+    checked against :func:`rdpest.stats.divergences.subsampled_gaussian_renyi_divergence`.
+
+    Opacus's series for fractional orders (Mironov, Talwar & Zhang 2019, Sec. 3.3) cancels
+    catastrophically at high orders and tiny sampling rates: it returned −0.358 for σ = 30,
+    q = 0.3, α = 200.5 (the divergence is 0.0105), so a claim could be negative, and a noise
+    multiplier solved from it far too small. Both compute D_α(P‖Q) of one step for
+    P = (1−q)·N(0, σ²) + q·N(1, σ²) and Q = N(0, σ²); where they differ by more than
+    ``_OPACUS_AGREEMENT`` (relative), or Opacus's value is not in [0, α/(2σ²)] (a step's RDP
+    lies between 0 and the unsampled Gaussian mechanism's), the quadrature's value is used.
+    """
     # Imported here: opacus imports torch, which is slow to import and not needed by the rest of
     # this module.
     from opacus.accountants.analysis.rdp import compute_rdp
 
+    from rdpest.stats.divergences import _subsampled_gaussian_renyi_divergence
+
     # Opacus's RDP analysis of the sampled Gaussian mechanism (Mironov, Talwar & Zhang 2019,
     # "Rényi differential privacy of the sampled Gaussian mechanism", Sec. 3.3), composed over
     # `steps` by additivity of RDP (Mironov 2017, Prop. 1).
+    gaussian = alpha / (2.0 * noise_multiplier**2)  # the step's RDP at q = 1 (Mironov 2017)
+    if math.isinf(gaussian):
+        # σ so small that α/(2σ²) overflows (σ² subnormal from σ ≈ 1e-154; Opacus's series
+        # never ended at σ = 1e-155): no privacy worth a number.
+        return math.inf
     try:
-        rdp = compute_rdp(
-            q=sample_rate, noise_multiplier=noise_multiplier, steps=steps, orders=alpha
+        per_step = float(
+            compute_rdp(q=sample_rate, noise_multiplier=noise_multiplier, steps=1, orders=alpha)
         )
     except (OverflowError, ZeroDivisionError):
         # σ so small that σ² underflows (or a term overflows): no privacy at all.
         return math.inf
-    if math.isnan(rdp):
-        # Opacus's series for fractional orders loses all precision at very high orders (NaN
-        # from about α = 2000 at q = 0.1); a root search on it failed with scipy's "function
-        # value is NaN".
+    if math.isinf(per_step) and per_step > 0:
+        return math.inf
+    plausible = 0.0 <= per_step <= gaussian * (1.0 + 1e-12)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            own = _subsampled_gaussian_renyi_divergence(
+                alpha, sample_rate, noise_multiplier, "forward"
+            )
+        except (ValueError, OverflowError, ZeroDivisionError):
+            own = math.nan
+    if plausible and not abs(per_step - own) > _OPACUS_AGREEMENT * own:  # NaN: own failed
+        return per_step * steps
+    if not math.isfinite(own):
+        # Neither computation has a value (Opacus's series gives NaN from about α = 2000 at
+        # q = 0.1; a root search on it failed with scipy's "function value is NaN").
         raise ValueError(
             f"Opacus's RDP analysis gives no value at alpha={alpha:g} (noise_multiplier="
             f"{noise_multiplier:g}, sample_rate={sample_rate:g}): its series loses precision at "
             "such orders; use a lower order"
         )
-    return float(rdp)
+    for warning in caught:  # the quadrature's own accuracy warnings, where its value is used
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return own * steps
 
 
 @finite_result()
@@ -284,6 +322,11 @@ def dpsgd_epsilon_alpha(
     noise_multiplier: float, sample_rate: float, steps: int, alpha: float
 ) -> float:
     """The RDP ε_α claimed for DP-SGD by Opacus's RDP accountant.
+
+    Opacus's value is checked against
+    :func:`~rdpest.stats.divergences.subsampled_gaussian_renyi_divergence` (× T); where they
+    differ by more than 1e-6 (relative), which happens where Opacus's series for fractional
+    orders loses precision (high orders, tiny sampling rates), the latter's value is returned.
 
     Parameters
     ----------

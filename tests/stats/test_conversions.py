@@ -539,14 +539,87 @@ def test_bad_input_raises_value_error_naming_argument(function, args, kwargs, ma
         function(*args, **kwargs)
 
 
-def test_orders_beyond_opacus_precision_are_named():
-    """Catches the bug where noise_multiplier_for_epsilon_alpha at alpha = 2000 (q < 1) failed
-    with scipy's "The function value at x=... is NaN; solver cannot continue": Opacus's series
-    for fractional orders returns NaN there, which is now a ValueError naming the order."""
-    from rdpest.stats.conversions import dpsgd_epsilon_alpha, noise_multiplier_for_epsilon_alpha
+def _sgm_epsilon_mpmath(sigma, q, steps, alpha) -> float:
+    """The same A_α as ``_sgm_epsilon_by_quadrature``, integrated in 40-digit arithmetic (for A_α
+    within 1e-16 of 1 and for orders where double-precision quadrature is not trusted)."""
+    import mpmath
 
-    with pytest.raises(ValueError, match=r"alpha=2000.*lower order"):
-        noise_multiplier_for_epsilon_alpha(1.0, 0.1, 8, 2000.0)
-    with pytest.raises(ValueError, match=r"alpha=3000.*lower order"):
-        dpsgd_epsilon_alpha(1.0, 0.1, 8, 3000.0)
-    assert dpsgd_epsilon_alpha(1.0, 0.1, 8, 1000.0) > 0  # still computed where Opacus is finite
+    with mpmath.workdps(40):
+        s, q_, a_ = mpmath.mpf(sigma), mpmath.mpf(q), mpmath.mpf(alpha)
+
+        def integrand(z):
+            return (
+                mpmath.npdf(z, 0, s) * ((1 - q_) + q_ * mpmath.exp((2 * z - 1) / (2 * s**2))) ** a_
+            )
+
+        # The integrand's mass lies within 60σ of 0 and of the tilted mean α (the exponential
+        # tilt by α/σ² moves N(0, σ²) to N(α, σ²)); fine pieces keep the quadrature exact.
+        lo, hi = -60 * s - 5, a_ + 60 * s + 5
+        cuts = [lo + (hi - lo) * k / 200 for k in range(201)]
+        return float(steps * mpmath.log(mpmath.quad(integrand, cuts)) / (a_ - 1))
+
+
+@pytest.mark.parametrize(
+    ("sigma", "q", "steps", "alpha"),
+    [(30.0, 0.3, 1, 200.5), (10.0, 0.3, 1, 90.5), (30.0, 0.3, 1000, 200.5), (5.0, 1e-8, 1, 1.5)],
+)
+def test_a_claim_where_opacus_series_fails_is_the_true_divergence(sigma, q, steps, alpha):
+    """Catches the bug where dpsgd_epsilon_alpha passed on Opacus's series for fractional orders
+    where it cancels catastrophically: −0.358 for σ = 30, q = 0.3, α = 200.5 (truth 0.0105), so
+    a DP-SGD audit's claim was negative and any positive bound "refuted" it. Against 40-digit
+    quadrature; the tolerance, 1e-8 relative, is far above both computations' error (about
+    1e-12) and far below the failure."""
+    from opacus.accountants.analysis.rdp import compute_rdp
+
+    opacus = float(compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=alpha))
+    assert opacus < 0  # the case exercises the failure
+    expected = _sgm_epsilon_mpmath(sigma, q, steps, alpha)
+    assert expected > 0
+    assert conv.dpsgd_epsilon_alpha(sigma, q, steps, alpha) == pytest.approx(expected, rel=1e-8)
+
+
+def test_the_noise_for_a_claim_is_not_solved_from_a_failing_series():
+    """The noise multiplier for ε_α = 0.005 at q = 0.3, α = 100.5 was 7.41, whose true ε_α is
+    0.142 (28 times the claim): solved from Opacus's negative values. Now its true ε_α is the
+    claim."""
+    sigma = conv.noise_multiplier_for_epsilon_alpha(0.005, 0.3, 1, 100.5)
+    assert _sgm_epsilon_mpmath(sigma, 0.3, 1, 100.5) == pytest.approx(0.005, rel=1e-6)
+    assert sigma > 25
+
+
+def test_where_opacus_agrees_its_value_is_returned_unchanged():
+    """Opacus's value stays the claim wherever it is sound (stores written before the cross-check
+    hold noise multipliers solved from it), bit for bit."""
+    from opacus.accountants.analysis.rdp import compute_rdp
+
+    for sigma, q, steps, alpha in [
+        (1.0, 0.01, 100, 2.0),
+        (1.1, 0.3, 20, 1.25),
+        (0.8, 0.05, 3, 8.5),
+    ]:
+        opacus = float(compute_rdp(q=q, noise_multiplier=sigma, steps=steps, orders=alpha))
+        assert conv.dpsgd_epsilon_alpha(sigma, q, steps, alpha) == opacus
+
+
+def test_orders_beyond_opacus_precision_come_from_the_quadrature():
+    """Opacus's series gives NaN from about α = 2000 at q = 0.1 (a root search on it failed with
+    scipy's "function value is NaN", then a ValueError asked for a lower order): the quadrature
+    gives the value, checked against the exact integer-order sum."""
+    from opacus.accountants.analysis.rdp import compute_rdp
+
+    assert math.isnan(float(compute_rdp(q=0.1, noise_multiplier=1.0, steps=8, orders=2000.0)))
+    assert conv.dpsgd_epsilon_alpha(1.0, 0.1, 8, 2000.0) == pytest.approx(
+        _sgm_epsilon_integer_alpha(1.0, 0.1, 8, 2000), rel=1e-8
+    )
+    sigma = conv.noise_multiplier_for_epsilon_alpha(1.0, 0.1, 8, 2000.0)
+    assert _sgm_epsilon_integer_alpha(sigma, 0.1, 8, 2000) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_a_noise_multiplier_whose_square_is_subnormal_is_refused_at_once():
+    """Opacus's series never ended at σ = 1e-155 (σ² subnormal), so the call hung: once the
+    unsampled mechanism's α/(2σ²) overflows, ε_α is refused as too extreme before any series is
+    summed, as it was from σ = 1e-154, where Opacus returned inf."""
+    for sigma in (1e-154, 1e-155, 1e-300):
+        with pytest.raises(ValueError, match="an argument is too extreme"):
+            conv.dpsgd_epsilon_alpha(sigma, 0.1, 1, 2.5)
+    assert conv.dpsgd_epsilon_alpha(1e-150, 0.1, 1, 2.5) > 1e299
