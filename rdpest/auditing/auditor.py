@@ -185,6 +185,19 @@ def check_audit_settings(
     return estimators
 
 
+def check_scores_settings(n_scores: int, **settings) -> dict:
+    """:func:`check_audit_settings` for given scores, ``n_scores`` per side (no runs to train):
+    too few is said in terms of the scores."""
+    try:
+        return check_audit_settings(**{**settings, "n_runs": n_scores})
+    except ValueError as exc:
+        if str(exc).startswith(f"n_runs={n_scores} is too small"):
+            raise ValueError(
+                f"too few scores: {n_scores} per side; " + str(exc).split(": ", 1)[1]
+            ) from None
+        raise
+
+
 class Auditor:
     """Audit a black-box training pipeline's Rényi DP claim.
 
@@ -540,7 +553,16 @@ class Auditor:
         The samples must be 1-D (or single columns), finite, real and equally long (ValueError
         otherwise)."""
         without, with_ = checked_scores(without, with_, ("without", "with_"))
-        estimators = estimators if estimators is not None else self._validate()
+        # The checks an audit's estimators get (order, certification, room for the splits in
+        # these samples): given estimators were once fitted unchecked, so one at another order
+        # "refuted" a claim at this one.
+        settings = {name: getattr(self, name) for name in AUDIT_SETTINGS}
+        settings.update(max_runs=None, power_target=None)
+        if estimators is not None:
+            settings["estimators"] = estimators
+        estimators = check_scores_settings(
+            len(without), claimed_epsilon=self.claimed_epsilon, **settings
+        )
         return self._evaluate(without, with_, estimators, float(self.beta))
 
     def _evaluate(self, without, with_, estimators: dict, beta: float) -> AuditResult:

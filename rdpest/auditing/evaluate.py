@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from rdpest.auditing.auditor import Auditor, _round_record, check_audit_settings
+from rdpest.auditing.auditor import Auditor, _round_record, check_scores_settings
 from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
 from rdpest.auditing.scores import checked_scores
@@ -106,23 +106,16 @@ def evaluate(
     """
     without, with_ = checked_scores(losses_without_canary, losses_with_canary)
     n = len(without)
-    try:
-        estimators = check_audit_settings(
-            claimed_epsilon=claimed_epsilon,
-            alpha=alpha,
-            beta=beta,
-            n_runs=n,
-            estimators=estimators,
-            n_jobs=1,
-            random_state=random_state,
-            membership_delta=membership_delta,
-        )
-    except ValueError as exc:
-        if str(exc).startswith(f"n_runs={n} is too small"):  # say it in terms of the scores
-            raise ValueError(
-                f"too few scores: {n} per side; " + str(exc).split(": ", 1)[1]
-            ) from None
-        raise
+    estimators = check_scores_settings(
+        n,
+        claimed_epsilon=claimed_epsilon,
+        alpha=alpha,
+        beta=beta,
+        estimators=estimators,
+        n_jobs=1,
+        random_state=random_state,
+        membership_delta=membership_delta,
+    )
     auditor = Auditor(
         _no_training,
         claimed_epsilon,

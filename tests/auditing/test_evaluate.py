@@ -169,6 +169,32 @@ def test_auditor_evaluate_checks_its_scores_as_evaluate_does(without, with_, mes
         auditor.evaluate(without, with_, {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0)})
 
 
+@pytest.mark.parametrize(
+    "estimators, message",
+    [
+        ({"bernoulli": BernoulliTPRFPRBaseline(alpha=8.0)}, "has alpha=8.0, but the audit's alpha"),
+        (
+            {"gdp": BernoulliTPRFPRBaseline(alpha=2.0, conversion="gdp")},
+            "none of the estimators (gdp) is certified",
+        ),
+        (
+            {"dv": DVRenyiEstimator(alpha=2.0)},
+            "too few scores: 4 per side; estimator 'dv' needs at least 5",
+        ),
+        ({"x": object()}, "estimator 'x' is not an rdpest estimator"),
+    ],
+)
+def test_auditor_evaluate_checks_the_estimators_it_is_given(estimators, message):
+    """Reviewer's finding: Auditor.evaluate fitted the estimators it was given unchecked, so a
+    Bernoulli baseline at α = 8 (a bound on D_8, 1.29) "refuted" an exact claim of D_2 = 1.0
+    of N(1, 1) against N(0, 1), under a result saying α = 2; the constructor refused it."""
+    auditor = Auditor(None, 1.0, alpha=2.0, n_runs=50, progress=False)
+    rng = np.random.default_rng(0)
+    n = 4 if "too few" in message else 50  # the splits need room in the samples given
+    with pytest.raises(ValueError, match=re.escape(message)):
+        auditor.evaluate(rng.normal(0, 1, n), rng.normal(1, 1, n), estimators)
+
+
 def test_an_evaluation_of_a_stores_runs_is_on_the_stores_record(tmp_path, capsys):
     """Reviewer's finding: the re-analysis the README suggests (`rdpest evaluate` on an audit's
     O.npy and O_prime.npy) was recorded nowhere, so four evaluations at four levels warned of
