@@ -30,7 +30,7 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from joblib import Parallel, delayed
+from joblib import delayed
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
@@ -45,9 +45,9 @@ from rdpest.auditing.runs import (
     _guarded,
     _one_run,
     _run_group,
+    results_as_finished,
     run_seed,
     runs_per_call,
-    worker_options,
 )
 from rdpest.auditing.scores import checked_scores
 from rdpest.auditing.sequential import round_sizes
@@ -386,10 +386,7 @@ class Auditor:
 
         try:
             if tasks:
-                jobs = Parallel(
-                    n_jobs=self.n_jobs, return_as="generator_unordered", **worker_options()
-                )(dispatched())
-                for runs, error, text in jobs:
+                for runs, error, text in results_as_finished(self.n_jobs, dispatched()):
                     if error is not None and errors:  # raised too, while the first one's ran
                         logger.warning("another run failed as well: %r", error)
                     elif error is not None:

@@ -4,6 +4,7 @@ guard that keeps a failing run from taking the runs finished beside it down with
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import pickle
@@ -46,6 +47,31 @@ def worker_options() -> dict:
     if type(backend) is not LokyBackend or configured is None or "initializer" in configured:
         return {}
     return {"initializer": end_with_parent, "initargs": (os.getpid(),)}
+
+
+def results_as_finished(n_jobs: int, tasks):
+    """Run joblib ``tasks`` (an iterable, read lazily) on the active backend; yield each result
+    as soon as it can be stored.
+
+    Backends that hand results back as they finish (loky, threading, Dask, Ray) run them all in
+    one ``Parallel`` call, in the order they finish. Those that cannot (joblib's
+    ``multiprocessing`` backend refuses ``return_as="generator"``) run them a round of
+    ``effective_n_jobs`` tasks at a time, so that an interrupted audit still keeps each finished
+    round. Results do not depend on the backend: every run's seed is fixed by its index.
+    """
+    from joblib import Parallel, effective_n_jobs
+    from joblib.parallel import get_active_backend
+
+    backend, _ = get_active_backend()
+    if getattr(backend, "supports_return_generator", True):
+        yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered", **worker_options())(
+            tasks
+        )
+        return
+    tasks = iter(tasks)
+    with Parallel(n_jobs=n_jobs, **worker_options()) as parallel:  # one pool for every round
+        while chunk := list(itertools.islice(tasks, max(1, effective_n_jobs(n_jobs)))):
+            yield from parallel(chunk)
 
 
 def _checked_score(value, arm: int, seed: int) -> float:

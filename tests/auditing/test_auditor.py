@@ -41,6 +41,43 @@ def test_results_do_not_depend_on_n_jobs():
     assert a[1][3] == mech(True, run_seed(0, 1, 3))
 
 
+class _FailsAtRun:
+    """Fails on the canary arm's run ``index`` (its seed), scores as the mechanism otherwise."""
+
+    def __init__(self, index):
+        self.mech, self.seed = GaussianMechanismScore(noise_std=2.0), run_seed(0, 1, index)
+
+    def __call__(self, include_canary, seed):
+        if include_canary and seed == self.seed:
+            raise RuntimeError("run failed")
+        return self.mech(include_canary, seed)
+
+    def claimed_epsilon(self, alpha):
+        return self.mech.claimed_epsilon(alpha)
+
+
+def test_joblibs_multiprocessing_backend_runs_an_audit_and_keeps_finished_rounds(tmp_path):
+    """Reviewer's finding: under joblib.parallel_config(backend="multiprocessing") every audit
+    failed with joblib's "Backend ... does not support return_as=generator_unordered". That
+    backend cannot hand results back as they finish, so the runs go a round of n_jobs tasks at
+    a time: the same scores, and a failure keeps the rounds finished before it."""
+    from joblib import parallel_config
+
+    mech = GaussianMechanismScore(noise_std=2.0)
+    expected = _auditor(mech, n_runs=12).collect()
+    with parallel_config(backend="multiprocessing"):
+        got = _auditor(mech, n_runs=12, n_jobs=2).collect()
+        np.testing.assert_array_equal(expected[0], got[0])
+        np.testing.assert_array_equal(expected[1], got[1])
+        store = tmp_path / "audit"
+        # Tasks alternate arms (run i without, run i with): the canary arm's run 5 is the 12th
+        # task, in the sixth round of two; the five rounds before it and its partner are stored,
+        # and no round starts after it.
+        with pytest.raises(RuntimeError, match="run failed"):
+            _auditor(_FailsAtRun(5), n_runs=12, n_jobs=2, store=store).collect()
+    assert len((store / "runs.jsonl").read_text().splitlines()) == 11
+
+
 def test_dask_local_cluster_backend_gives_identical_results(dask_backend):
     mech = GaussianMechanismScore(noise_std=2.0)
     expected = _auditor(mech, n_runs=20).collect()
@@ -219,17 +256,18 @@ def test_loky_workers_of_an_audit_end_with_it_unless_configured_otherwise():
 def test_the_auditor_hands_the_worker_options_to_joblib(monkeypatch):
     """The Auditor's own Parallel call receives worker_options() (a test of worker_options alone
     would pass with the call not using it)."""
-    from rdpest.auditing import auditor as auditor_module
+    import joblib
+
     from rdpest.utils.processes import end_with_parent
 
     seen: dict = {}
-    real = auditor_module.Parallel
+    real = joblib.Parallel
 
     def spy(*args, **kwargs):
         seen.update(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(auditor_module, "Parallel", spy)
+    monkeypatch.setattr(joblib, "Parallel", spy)  # rdpest.auditing.runs imports it when it runs
     mech = GaussianMechanismScore(noise_std=1.0)
     Auditor(mech, 1.0, alpha=2.0, n_runs=20, n_jobs=1, progress=False).collect()
     assert seen.get("initializer") is end_with_parent and seen["initargs"] == (os.getpid(),)
