@@ -512,6 +512,7 @@ class Auditor:
             and detectable is not None
             and detectable <= float(self.power_target)
             and not result.power.get("separated", False)
+            and not result.power.get("constant", False)
         )
 
     def _finish(self, result, records, estimators, level, sizes) -> AuditResult:
@@ -580,6 +581,7 @@ class Auditor:
         power = audit_power(shares, len(with_), len(without), claimed, float(self.alpha))
         # Perfectly separated scores: the most its runs can show (rdpest.auditing.power)
         power["separated"] = bool(with_.min() > without.max() or with_.max() < without.min())
+        power["constant"] = bool(with_.min() == with_.max() == without.min() == without.max())
         pipeline = self._pipeline(for_store=False)
         return AuditResult(
             losses_without_canary=np.asarray(without, dtype=float),

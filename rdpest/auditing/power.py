@@ -11,6 +11,10 @@ Every audit result carries ``power``:
   below (set by the audit from its scores). Such scores are the strongest evidence its runs can
   give; if no certified bound exceeds the claim even then, the audit cannot tell the claim from
   a far larger divergence, and the verdict is "underpowered", not "not_refuted".
+- ``constant``: whether every score of both arms is one and the same number (set by the audit).
+  The score function then varies neither with the run nor with the canary, and no number of
+  runs could show a divergence through it: the verdict is "underpowered", with a sentence that
+  names the score function, not the number of runs, as the cause.
 - ``detectable_epsilon``: the smallest ε_α that the audit flags with probability at least
   ``target_power`` when the scores follow ``reference_model`` (:mod:`rdpest.stats.power`: Gaussian
   location scores, the shape of DP-SGD's privacy loss), predicted from each certified
@@ -178,11 +182,14 @@ def claim_text(claim: float) -> str:
 
 def verdict_of(violation: bool, power: dict, claim: float) -> str:
     """ "violation", else "underpowered" when the claim is at or above every certificate's
-    ceiling or the scores are perfectly separated (``power["separated"]``: the strongest
-    evidence the runs can give, and still no bound above the claim), else "not_refuted"."""
+    ceiling, the scores are perfectly separated (``power["separated"]``: the strongest
+    evidence the runs can give, and still no bound above the claim) or all one number
+    (``power["constant"]``), else "not_refuted"."""
     if violation:
         return "violation"
-    if power.get("max_certifiable", math.inf) <= claim or power.get("separated", False):
+    if power.get("constant", False) or power.get("separated", False):
+        return "underpowered"
+    if power.get("max_certifiable", math.inf) <= claim:
         return "underpowered"
     return "not_refuted"
 
@@ -196,6 +203,13 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
     claimed = claim_text(claim)
     if verdict == "violation":
         return f"violation: a certified lower bound exceeds the claimed {eps} = {claimed}"
+    if verdict == "underpowered" and power.get("constant", False):
+        return (
+            f"underpowered: all {2 * n_runs} scores are the same number, with the canary and "
+            "without: the score function varies neither with the run nor with the canary, so no "
+            "number of runs could show a divergence through it; check that it returns the "
+            "canary's loss after a training run seeded by its seed"
+        )
     if verdict == "underpowered" and power.get("separated", False) and ceiling > claim:
         return (
             f"underpowered: every score with the canary lies on one side of every score without "

@@ -75,8 +75,8 @@ class AuditResult:
         "violation" when a certified lower bound exceeds the claim (false with probability at
         most ``beta``); "underpowered" when no certified bound could have exceeded it at these
         sample sizes (``power["max_certifiable"]`` is at or below the claim), or when the scores
-        are perfectly separated and still no bound exceeds it (``power["separated"]``);
-        "not_refuted"
+        are perfectly separated and still no bound exceeds it (``power["separated"]``), or all
+        one number (``power["constant"]``: the score function does not vary); "not_refuted"
         otherwise, with ``power["detectable_epsilon"]`` saying what the audit would have seen.
     config : dict
         The audit's configuration (training settings, seeds, store).
@@ -585,8 +585,9 @@ def _check_power(power: dict, verdict: str, fail) -> None:
     unmodelled = power.get("unmodelled", [])
     if not (isinstance(unmodelled, list) and all(isinstance(n, str) for n in unmodelled)):
         fail("power 'unmodelled' must be a list of estimator names")
-    if not isinstance(power.get("separated", False), bool):
-        fail("power 'separated' must be true or false")
+    for key in ("separated", "constant"):
+        if not isinstance(power.get(key, False), bool):
+            fail(f"power {key!r} must be true or false")
     if verdict == "underpowered" and "max_certifiable" not in power:
         fail("an 'underpowered' verdict needs power 'max_certifiable'")
     if "runs_needed" in power and not ("power_target" in power or "target_epsilon" in power):

@@ -299,3 +299,31 @@ def test_an_error_of_the_score_function_names_the_run_that_raised_it():
         auditor.run()
     seed = run_seed(auditor.random_state, 1, 0)
     assert f"raised by score_fn(include_canary=True, seed(s) {seed})" in raised.value.__notes__
+
+
+def _constant_score(include_canary, seed):
+    return 0.693  # a score function that ignores its run and the canary
+
+
+def test_scores_that_are_all_one_number_are_underpowered_and_say_why(tmp_path):
+    """Reviewer's finding: a score function returning one number for every run was "not
+    refuted", with "this audit detects ε_2 >= 2.8 with 80% probability", though no number of
+    runs could show a divergence through it. The verdict is "underpowered" now, with a sentence
+    naming the score function; one differing score restores the usual verdict."""
+    from rdpest import BernoulliTPRFPRBaseline
+
+    fast = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=0)}
+    auditor = Auditor(_constant_score, 1.0, alpha=2.0, n_runs=200, estimators=fast, progress=False)
+    result = auditor.run()
+    assert result.verdict == "underpowered" and result.power["constant"] is True
+    assert "all 400 scores are the same number" in result.summary()
+    assert "check that it returns the canary's loss" in result.summary()
+    again = AuditResult.from_json(result.to_json())
+    assert again.verdict == "underpowered" and again.summary() == result.summary()
+    # Given scores: the same rule, and one differing score is an ordinary audit.
+    same = np.full(200, 0.5)
+    assert auditor.evaluate(same, same, fast).verdict == "underpowered"
+    one_off = same.copy()
+    one_off[0] = 0.6
+    varied = auditor.evaluate(same, one_off, fast)
+    assert varied.verdict == "not_refuted" and varied.power["constant"] is False
