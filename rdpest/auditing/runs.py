@@ -88,7 +88,10 @@ def _checked_score(value, arm: int, seed: int) -> float:
             f"score_fn must return a real number; got {type(value).__name__} {value!r}{hint} "
             f"(include_canary={bool(arm)}, seed={seed})"
         )
-    score = float(value)
+    try:
+        score = float(value)
+    except OverflowError:  # an integer beyond the float range (10**400)
+        score = math.inf if value > 0 else -math.inf
     if not math.isfinite(score):
         raise ValueError(
             f"score_fn returned {score} (include_canary={bool(arm)}, seed={seed}); a training run "
@@ -121,7 +124,9 @@ def _run_group(
         values = list(score_fn.score_many(bool(arm), list(seeds)))
     if len(values) != len(seeds):
         raise ValueError(
-            f"score_fn.score_many returned {len(values)} scores for {len(seeds)} seeds"
+            f"score_fn.score_many returned {len(values)} scores for {len(seeds)} seeds "
+            f"(include_canary={bool(arm)}, seeds {list(seeds)}): it must return one per seed, "
+            "in the seeds' order"
         )
     return [
         (arm, index, seed, _checked_score(value, arm, seed))

@@ -232,6 +232,29 @@ def test_bad_claim_score_fn_and_scores():
         Auditor(_nan_score, 1.0, n_runs=10, estimators=DV_ONLY, progress=False).run()
 
 
+def _huge_integer_score(include_canary, seed):
+    return 10**400  # a Python int beyond the float range
+
+
+class _ShortGroups:
+    runs_per_call = 4
+
+    def __call__(self, include_canary, seed):
+        return 0.0
+
+    def score_many(self, include_canary, seeds):
+        return [0.0] * (len(seeds) - 1)
+
+
+def test_a_score_beyond_the_float_range_and_a_short_group_are_named_value_errors():
+    """Reviewer's findings: a score of 10**400 raised a bare OverflowError naming no run, and a
+    group returning too few scores was "returned 3 scores for 4 seeds", naming no arm."""
+    with pytest.raises(ValueError, match=r"returned inf \(include_canary=False, seed="):
+        Auditor(_huge_integer_score, 1.0, n_runs=10, estimators=DV_ONLY, progress=False).run()
+    with pytest.raises(ValueError, match=r"3 scores for 4 seeds \(include_canary=False, seeds \["):
+        Auditor(_ShortGroups(), 1.0, n_runs=16, estimators=DV_ONLY, progress=False).run()
+
+
 def test_loky_workers_of_an_audit_end_with_it_unless_configured_otherwise():
     """Reviewer's finding: `rdpest audit`'s loky workers were asked to end with the audit's
     process (Linux's PR_SET_PDEATHSIG, rdpest.utils.processes.end_with_parent), an Auditor run
