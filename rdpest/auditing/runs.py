@@ -63,15 +63,23 @@ def results_as_finished(n_jobs: int, tasks):
     from joblib.parallel import get_active_backend
 
     backend, _ = get_active_backend()
-    if getattr(backend, "supports_return_generator", True):
-        yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered", **worker_options())(
-            tasks
+    try:
+        if getattr(backend, "supports_return_generator", True):
+            yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered", **worker_options())(
+                tasks
+            )
+            return
+        tasks = iter(tasks)
+        with Parallel(n_jobs=n_jobs, **worker_options()) as parallel:  # one pool for every round
+            while chunk := list(itertools.islice(tasks, max(1, effective_n_jobs(n_jobs)))):
+                yield from parallel(chunk)
+    except pickle.PicklingError as exc:
+        exc.add_note(
+            f"with n_jobs={n_jobs} the score function is sent to worker processes, so it must be "
+            "picklable (no open files, locks or live connections among its attributes); or use "
+            "n_jobs=1"
         )
-        return
-    tasks = iter(tasks)
-    with Parallel(n_jobs=n_jobs, **worker_options()) as parallel:  # one pool for every round
-        while chunk := list(itertools.islice(tasks, max(1, effective_n_jobs(n_jobs)))):
-            yield from parallel(chunk)
+        raise
 
 
 def _checked_score(value, arm: int, seed: int) -> float:

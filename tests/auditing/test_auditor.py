@@ -255,6 +255,29 @@ def test_a_score_beyond_the_float_range_and_a_short_group_are_named_value_errors
         Auditor(_ShortGroups(), 1.0, n_runs=16, estimators=DV_ONLY, progress=False).run()
 
 
+class _HoldsALock:
+    def __init__(self):
+        import threading
+
+        self.lock = threading.Lock()
+
+    def __call__(self, include_canary, seed):
+        return GaussianMechanismScore(noise_std=1.0)(include_canary, seed)
+
+
+def test_a_score_function_that_cannot_be_pickled_is_named_as_the_cause():
+    """Reviewer's finding: with n_jobs=2, a score function holding a lock failed with joblib's
+    "Could not pickle the task to send it to the workers", naming neither score_fn nor n_jobs."""
+    import pickle
+
+    auditor = Auditor(_HoldsALock(), 1.0, n_runs=10, n_jobs=2, estimators=DV_ONLY, progress=False)
+    with pytest.raises(pickle.PicklingError) as raised:
+        auditor.collect()
+    assert "the score function is sent to worker processes, so it must be picklable" in (
+        "".join(raised.value.__notes__)
+    )
+
+
 def test_loky_workers_of_an_audit_end_with_it_unless_configured_otherwise():
     """Reviewer's finding: `rdpest audit`'s loky workers were asked to end with the audit's
     process (Linux's PR_SET_PDEATHSIG, rdpest.utils.processes.end_with_parent), an Auditor run
