@@ -274,13 +274,14 @@ def _laplace_renyi_divergence(alpha: float, shift: float, scale: float) -> float
         # The two terms cancel to first order in d, so for small d expand E − 1 as the power series
         # α(α−1)/(2α−1) Σ_{k≥2} [(α−1)^{k−1} + (−1)^k α^{k−1}] d^k / k!, whose k = 2 term is
         # α(α−1) d²/2 and whose terms shrink at least geometrically (ratio <= α d <= 1/2).
+        # Each power of α or α−1 is carried with its d^k/k! (products of factors <= α d <= 1/2):
+        # α^k alone overflowed from α ≈ 2e5 (α^58 > 1e308) though its term was tiny.
         excess = 0.0
-        power_a1, power_a, term_d = 1.0, 1.0, d
+        term_a1, term_a = d, d  # (α−1)^{k−1} d^k/k! and (−α)^{k−1} d^k/k! at k = 1
         for k in range(2, 60):
-            power_a1 *= alpha - 1.0
-            power_a *= -alpha
-            term_d *= d / k
-            excess += (power_a1 - power_a) * term_d
+            term_a1 *= (alpha - 1.0) * d / k
+            term_a *= -alpha * d / k
+            excess += term_a1 - term_a
         excess *= alpha * (alpha - 1.0) / (2.0 * alpha - 1.0)
         return math.log1p(excess) / (alpha - 1.0)
     log_moment = np.logaddexp(
