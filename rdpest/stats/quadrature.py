@@ -195,6 +195,7 @@ def _log_integral(
     *,
     scale: float,
     points: Sequence[float] = (),
+    refine: bool = False,
 ) -> float:
     """log ∫_lower^upper exp(h(x)) dx without overflow.
 
@@ -202,10 +203,25 @@ def _log_integral(
     h is located on a grid fine relative to ``scale`` (the narrowest feature width), the range is
     trimmed to where h is within e^{-60} of the peak, and exp(h − h_max) is integrated with
     ``scipy.integrate.quad`` (break points at the peak and at ``points``); h_max is added back.
+
+    ``refine`` (for integrands of unknown shape): ``points`` join the grid, so a spike named there
+    but narrower than the grid sets the peak and is kept by the trimming; and each jump of h
+    between neighbouring grid points (a density's edge) is located by bisection and made a break
+    point, since quad's error estimate does not see a discontinuity inside an interval.
     """
     n_grid = int(min(max(2001, math.ceil(8.0 * (upper - lower) / scale)), 200_001))
     grid = np.linspace(lower, upper, n_grid)
     h = np.asarray(log_integrand(grid), dtype=np.float64)
+    jumps: list[float] = []
+    if refine and not np.any(np.isnan(h)):
+        jumps = _jumps(grid, h, log_integrand_scalar)
+        inside = np.array([p for p in points if lower < p < upper], dtype=np.float64)
+        if inside.size:
+            grid = np.concatenate([grid, inside])
+            h = np.concatenate([h, np.asarray(log_integrand(inside), dtype=np.float64)])
+            order = np.argsort(grid, kind="stable")
+            grid, h = grid[order], h[order]
+            n_grid = grid.size
     if np.any(np.isnan(h)):
         raise ValueError("the log-densities returned NaN inside [lower, upper]")
     if np.any(h == np.inf):
@@ -217,15 +233,58 @@ def _log_integral(
     alive = np.flatnonzero(h >= h_max + _TRIM_LOG)
     a = float(grid[max(alive[0] - 1, 0)])
     b = float(grid[min(alive[-1] + 1, n_grid - 1)])
-    breaks = sorted({p for p in (*points, float(grid[peak])) if a < p < b})
+    breaks = sorted({p for p in (*points, *jumps, float(grid[peak])) if a < p < b})
 
     def integrand(x: float) -> float:
         return math.exp(log_integrand_scalar(x) - h_max)
 
-    total, abserr = _quad(
-        integrand, a, b, points=breaks or None, epsabs=0.0, epsrel=_QUAD_EPSREL, limit=500
-    )
+    try:
+        total, abserr = _quad(
+            integrand, a, b, points=breaks or None, epsabs=0.0, epsrel=_QUAD_EPSREL, limit=500
+        )
+    except OverflowError:
+        if not refine:
+            raise
+        raise ValueError(
+            "the integrand p^alpha q^(1-alpha) rises far above its largest value on a grid of "
+            f"{n_grid} points over [{lower:g}, {upper:g}]: a peak narrower than the grid's "
+            "spacing; name its location in points"
+        ) from None
     return _checked_log_total(h_max, total, abserr)
+
+
+# A step of h between neighbouring grid points larger than this (in nats) is taken for a jump and
+# located (at most _MAX_JUMPS of the largest). A smooth log-density sampled at 1/8000 of the range
+# changes far less between neighbours unless it is narrower than the grid, which ``points`` is for.
+_JUMP_LOG = 2.0
+_MAX_JUMPS = 64
+
+
+def _jumps(grid: np.ndarray, h: np.ndarray, h_scalar: Callable[[float], float]) -> list[float]:
+    """Where h jumps between neighbouring grid points, each located by bisection to the last
+    bit: the point at which h is on the right-hand side of its step."""
+    finite = np.where(np.isfinite(h), h, -1e300)
+    steps = np.abs(np.diff(finite))
+    candidates = np.flatnonzero(steps > _JUMP_LOG)
+    if candidates.size > _MAX_JUMPS:
+        candidates = candidates[np.argsort(steps[candidates])[-_MAX_JUMPS:]]
+    located = []
+    for i in candidates:
+        left, right = float(grid[i]), float(grid[i + 1])
+        h_left, h_right = finite[i], finite[i + 1]
+        middle, rising = 0.5 * (h_left + h_right), h_right > h_left
+        for _ in range(80):  # halves the interval to the spacing of doubles
+            x = 0.5 * (left + right)
+            if not left < x < right:
+                break
+            value = h_scalar(x)
+            value = value if math.isfinite(value) else -1e300
+            if (value > middle) == rising:
+                right = x
+            else:
+                left = x
+        located.append(right)
+    return located
 
 
 @finite_result(allow_inf=True)
@@ -254,7 +313,9 @@ def renyi_divergence_quadrature(
         Finite integration range; it must hold all but a negligible part of the integrand
         p^α q^{1−α} (whose spread can be much wider than that of P or Q).
     points : sequence of float, optional
-        Locations of kinks or narrow features of the integrand, passed on as break points.
+        Locations of kinks or narrow features of the integrand, passed on as break points (a
+        density's jumps are found without them: each step between neighbouring grid points is
+        located by bisection).
 
     Returns
     -------
@@ -265,7 +326,9 @@ def renyi_divergence_quadrature(
     Raises
     ------
     ValueError
-        On bad arguments, NaN log-densities, or p = 0 on the whole range.
+        On bad arguments, log-densities that return NaN or one number for an array, p = 0 on
+        the whole range, or a peak narrower than the grid's spacing that ``points`` does not
+        name (the integrand then overflows beside it).
 
     Warns
     -----
@@ -296,6 +359,12 @@ def renyi_divergence_quadrature(
     def log_integrand(x: np.ndarray) -> np.ndarray:
         log_p = np.asarray(logpdf_p(x), dtype=np.float64)
         log_q = np.asarray(logpdf_q(x), dtype=np.float64)
+        for name, value in (("logpdf_p", log_p), ("logpdf_q", log_q)):
+            if value.shape != x.shape:  # one number for every x would be integrated as such
+                raise ValueError(
+                    f"{name} must return an array of its input's shape {x.shape}, got shape "
+                    f"{value.shape}: vectorise it (e.g. with numpy functions)"
+                )
         # Where p = 0 the integrand is 0 whatever q is (avoids −inf + inf); where q = 0 < p it is
         # +inf (P not absolutely continuous w.r.t. Q).
         with np.errstate(invalid="ignore"):
@@ -313,6 +382,7 @@ def renyi_divergence_quadrature(
         upper,
         scale=(upper - lower) / 1000.0,
         points=breaks,
+        refine=True,
     )
     if log_moment == -math.inf:
         raise ValueError("logpdf_p is -inf on the whole of [lower, upper]; widen the range")

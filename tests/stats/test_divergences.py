@@ -492,6 +492,30 @@ def test_quadrature_infinite_and_edge_cases():
     assert huge == pytest.approx(3600.0, rel=1e-10)
 
 
+def test_quadrature_finds_jumps_and_named_spikes_and_refuses_scalar_densities():
+    """Reviewer's findings: (a) D_2(U(0,1) ‖ U(0,2)) on [-1, 3] without points came out 3.6e-4
+    above log 2 with no warning (quad's error estimate missed the densities' edges); (b) a peak
+    far narrower than the grid, N(3, 1e-4²) against N(0, 1), failed with "math range error"
+    even with points=[3]; (c) a log-density returning one number was integrated as a constant.
+    The jumps are now located by bisection (1e-12: rounding only), a spike named in points sets
+    the peak, and the other two are ValueErrors saying what to do."""
+
+    def log_uniform(width):
+        return lambda x: np.where((x >= 0) & (x <= width), -math.log(width), -np.inf)
+
+    for alpha in (1.5, 2.0, 8.0):
+        value = dv.renyi_divergence_quadrature(alpha, log_uniform(1.0), log_uniform(2.0), -1, 3)
+        assert value == pytest.approx(math.log(2.0), rel=1e-12)
+    spike, normal = _gaussian_logpdf(3.0, 1e-4), _gaussian_logpdf(0.0, 1.0)
+    expected = dv.gaussian_renyi_divergence(2.0, 3.0, 1e-4, 0.0, 1.0)
+    named = dv.renyi_divergence_quadrature(2.0, spike, normal, -50.0, 50.0, points=[3.0])
+    assert named == pytest.approx(expected, rel=1e-10)
+    with pytest.raises(ValueError, match="a peak narrower than the grid's spacing; name its"):
+        dv.renyi_divergence_quadrature(2.0, spike, normal, -50.0, 50.0)
+    with pytest.raises(ValueError, match="logpdf_p must return an array of its input's shape"):
+        dv.renyi_divergence_quadrature(2.0, lambda x: -0.9189, normal, -5.0, 5.0)
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------------------------
