@@ -110,20 +110,17 @@ class BoundedMLP(nn.Module):
         return self.head(self.standardise(x))
 
 
-# A spread at most this fraction of the largest magnitude is rounding noise (a naive mean of n
-# equal values errs by up to ~log2(n) ulps): the feature is constant and is not rescaled.
-_CONSTANT_SPREAD = 1e-13
-
-
 def _standardisation(pooled: np.ndarray, inputs: str = "standard") -> tuple[np.ndarray, np.ndarray]:
     """Per-feature float64 centre and scale of the pooled training samples.
 
     ``inputs="standard"`` (and ``"quadratic"``, which standardises as it does): the mean and the
-    standard deviation, except for a constant feature (a spread that is only rounding noise
-    relative to the feature's largest magnitude): that one is
-    divided by its largest magnitude (1 if it is all zeros), so it standardises to ~0 at any
-    magnitude. Samples near the float64 limit, whose sum or squares overflow, are pre-divided by
-    their largest magnitude.
+    standard deviation, except for a constant feature (all its rows equal, whose computed spread
+    is only the mean's rounding noise): that one is divided by its largest magnitude (1 if it
+    is all zeros), so it standardises to ~0 at any magnitude. Any other feature is
+    standardised, however small its spread against its magnitude (values 1e14 + N(0, 1) vary
+    by 64 float64 steps per standard deviation, and were once taken for constant). Samples near
+    the float64 limit, whose sum or squares overflow, are pre-divided by their largest
+    magnitude.
 
     ``inputs="asinh"``: the median and the interquartile range divided by 2·Φ⁻¹(3/4) ≈ 1.349 (a
     normal's standard deviation, robust to outliers), except for a feature whose interquartile
@@ -139,14 +136,14 @@ def _standardisation(pooled: np.ndarray, inputs: str = "standard") -> tuple[np.n
     if not (np.isfinite(mean).all() and np.isfinite(scale).all()):
         unit = pooled / safe_peak
         mean, scale = unit.mean(axis=0) * peak, unit.std(axis=0) * peak
-    constant = scale <= _CONSTANT_SPREAD * peak
+    constant = np.all(pooled == pooled[:1], axis=0) | ~(scale > 0.0)
     scale = np.where(constant, safe_peak, scale)
     if inputs != "asinh":  # "standard" and "quadratic"
         return mean, scale
     unit = pooled / safe_peak
     median = np.median(unit, axis=0) * safe_peak
     spread = stats.iqr(unit, axis=0, scale="normal") * safe_peak
-    robust = np.isfinite(spread) & (spread > _CONSTANT_SPREAD * peak)
+    robust = np.isfinite(spread) & (spread > 0.0)
     return np.where(robust, median, mean), np.where(robust, spread, scale)
 
 

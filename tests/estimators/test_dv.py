@@ -574,6 +574,23 @@ def _bounds_at_p_equals_q(sample, seeds=20):
     return bounds
 
 
+@pytest.mark.parametrize("offset, spread", [(1e14, 1.0), (1e11, 1e-3)])
+def test_a_small_spread_on_a_large_offset_is_not_taken_for_a_constant(offset, spread):
+    """Reviewer's finding: scores like 1e14 + N(0, 1) (64 float64 steps per standard deviation)
+    were standardised as a constant feature (spread <= 1e-13 of the magnitude), so DV estimated
+    and certified 0 where the same scores without the offset gave about 0.9. Only a feature whose
+    rows are all equal is constant now. Tolerance 0.05: the offset rounds the samples to 1/64 of
+    their spread, which moved the estimate by under 0.01 in these seeds (0.906, 0.911, 0.913)."""
+    rng = np.random.default_rng(0)
+    P, Q = rng.normal(1, 1, 1000), rng.normal(0, 1, 1000)
+    plain = DVRenyiEstimator(alpha=2.0, random_state=0).fit(P, Q)
+    shifted = DVRenyiEstimator(alpha=2.0, random_state=0).fit(
+        offset + spread * P, offset + spread * Q
+    )
+    assert shifted.divergence_ == pytest.approx(plain.divergence_, abs=0.05)
+    assert shifted.lower_bound_ > 0.2
+
+
 def test_identical_samples_of_unequal_sizes_certify_nothing():
     """Reviewer's finding (a false certificate): P = Q = a point mass, 1000 against 14 values. The
     float32 critic gave the same x values one ulp apart in batches of different sizes (matrix
