@@ -320,6 +320,14 @@ def results_folder(out, default: Path, quick: bool) -> Path:
     return folder
 
 
+def _read_cell(path: Path) -> dict:
+    """A finished cell's record: its nulls (values undefined or infinite when it was written)
+    read back as NaN, which the tables print as blanks. Cells written before the files were
+    strict JSON hold NaN tokens, which Python reads as NaN too."""
+    record = json.loads(path.read_text())
+    return {k: math.nan if v is None else v for k, v in record.items()}
+
+
 def _strict(value):
     """``value`` with every non-finite float replaced by None (JSON null)."""
     if isinstance(value, float):
@@ -332,7 +340,8 @@ def _strict(value):
 
 
 def _fmt(value, spec: str = ".3f") -> str:
-    return "" if value is None or math.isnan(value) else format(value, spec)
+    # Blank where undefined or infinite (a relative error at D = 0): results.json holds null there
+    return "" if value is None or not math.isfinite(value) else format(value, spec)
 
 
 def write_tables(records: list[dict], out: Path, command: str | None = None) -> str:
@@ -341,7 +350,7 @@ def write_tables(records: list[dict], out: Path, command: str | None = None) -> 
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=_COLUMNS, extrasaction="ignore")
     writer.writeheader()
-    writer.writerows(records)
+    writer.writerows(_strict(records))  # an undefined value is an empty field, not "nan"
     atomic_write_text(out / "results.csv", buffer.getvalue())
     # Strict JSON: a value that is undefined (a relative error at D = 0) or infinite is null,
     # not Python's NaN/Infinity tokens, which strict parsers (jq, JavaScript) refuse.
@@ -352,10 +361,7 @@ def write_tables(records: list[dict], out: Path, command: str | None = None) -> 
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(records, key=lambda r: (r["family"], r["n"], r["alpha"], r["truth"])):
-        oracle = "" if math.isnan(r["oracle_mean"]) else f"{r['oracle_mean']:.3f}"
-        rel = (
-            "" if math.isnan(r["point_median_rel_error"]) else f"{r['point_median_rel_error']:.3f}"
-        )
+        oracle, rel = _fmt(r["oracle_mean"]), _fmt(r["point_median_rel_error"])
         lines.append(
             f"| {r['estimator']} | {r['family']} | {r['alpha']:g} | {r['n']} | {r['truth']:.3g} "
             f"| {r['point_mean']:.3f} ± {r['point_sd']:.3f} | {rel} | {r['bound_mean']:.3f} "
@@ -394,11 +400,11 @@ def main(
         raise SystemExit(str(exc)) from None
     for estimator, family, alpha, d, n in tqdm(cells, desc="benchmark cells"):
         path = out / "cells" / f"{estimator}_{family}_a{alpha:g}_d{d:g}_n{n}_r{repetitions}.json"
-        record = json.loads(path.read_text()) if path.exists() else None
+        record = _read_cell(path) if path.exists() else None
         # Resume from finished cells, except those written before the sampling floor existed.
         if not path.exists() or (record is not None and "over_floor" not in record):
             record = run_cell(estimator, family, alpha, d, n, repetitions)
-            atomic_write_text(path, json.dumps(record))
+            write_json(path, record, indent=None)  # strict: NaN (undefined) as null
         if record is not None:
             records.append(record)
     return write_tables(records, out, command)

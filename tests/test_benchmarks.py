@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
 import subprocess
 import sys
@@ -168,6 +169,31 @@ def test_the_known_divergence_tables_name_their_command_and_bad_flags_are_messag
     ):
         text = (BENCHMARKS / "results" / name).read_text()
         assert text.startswith("Command: `python benchmarks/bench_estimators.py"), name
+
+
+def test_the_known_divergence_cells_are_strict_json_and_resume(tmp_path, bench, monkeypatch):
+    """Reviewer's finding: `rdpest bench --quick --repetitions 1` wrote cells/*.json holding NaN
+    tokens (an oracle bound undefined for one repetition), which strict JSON readers refuse,
+    and results.csv held "nan". Cells are strict now (null), read back as NaN on resume."""
+    harness = bench("harness")
+    cell = ("dv", "gaussian_shift", 2.0, 1.0, 100)
+    record = {
+        "estimator": "dv", "family": "gaussian_shift", "alpha": 2.0, "n": 100, "truth": 1.0,
+        "certified": True, "point_mean": 0.9, "point_sd": 0.0, "point_median_rel_error": 0.1,
+        "point_max": 0.9, "bound_mean": 0.3, "miscoverage": 0.0, "oracle_mean": math.nan,
+        "seconds_median": 0.1, "repetitions": 1, "floor_p_median_rel_error": math.inf,
+        "floor_q_median_rel_error": 0.05, "over_floor": math.nan,
+    }  # fmt: skip
+    calls = []
+    monkeypatch.setattr(harness, "grid", lambda quick, families=None: [cell[1:]])
+    monkeypatch.setattr(harness, "run_cell", lambda *args: calls.append(args) or dict(record))
+    first = harness.main(tmp_path, estimators=("dv",), repetitions=1)
+    strict = {"parse_constant": lambda token: pytest.fail(f"{token} in strict JSON")}
+    for path in [*tmp_path.glob("cells/*.json"), tmp_path / "results.json"]:
+        json.loads(path.read_text(), **strict)
+    assert "nan" not in (tmp_path / "results.csv").read_text().lower()
+    assert harness.main(tmp_path, estimators=("dv",), repetitions=1) == first  # resumed
+    assert len(calls) == 1
 
 
 def test_a_partial_power_run_keeps_the_sections_it_did_not_compute(tmp_path, bench, monkeypatch):
