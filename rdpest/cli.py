@@ -156,8 +156,21 @@ def _print_report(report: dict, as_json: bool) -> None:
 
 def _cmd_quickstart(args) -> int:
     from rdpest import DVRenyiEstimator
-    from rdpest.datasets import make_renyi_pair
+    from rdpest.datasets import MAX_SAMPLES, make_renyi_pair
+    from rdpest.utils.validation import check_alpha, check_positive
 
+    # Usage errors naming the flags (status 2), as for the other commands, not the library's
+    # messages about parameters the user never named (alpha, n_samples, "X has 4 samples").
+    try:
+        check_alpha(args.alpha, "--alpha")
+        check_positive(args.divergence, "--divergence", allow_zero=True)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    least = DVRenyiEstimator(alpha=args.alpha).min_samples_per_side()
+    if not least <= args.n <= MAX_SAMPLES:
+        raise _UsageError(
+            f"--n must lie in [{least}, {MAX_SAMPLES:.0e}] samples per side, got {args.n}"
+        )
     X, Y, truth = make_renyi_pair(
         "gaussian_shift", args.alpha, args.divergence, args.n, random_state=args.seed
     )

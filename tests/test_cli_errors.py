@@ -172,6 +172,24 @@ def test_estimate_and_evaluate_refuse_alpha_and_beta_out_of_range_as_usage_error
     _one_error_line(capsys, argv[0], needle)
 
 
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--alpha", "1"], "--alpha must be > 1"),
+        (["--alpha", "inf"], "--alpha must be finite"),
+        (["--divergence", "-1"], "--divergence must be >= 0"),
+        (["--divergence", "nan"], "--divergence must be finite"),
+        (["--n", "4"], "--n must lie in [5, 1e+08] samples per side, got 4"),
+        (["--n", "100000000000"], "--n must lie in [5, 1e+08]"),
+    ],
+)
+def test_quickstart_refuses_values_out_of_range_as_usage_errors(capsys, flags, needle):
+    """Reviewer's finding: `rdpest quickstart --alpha 1` (or --divergence -1, --n 4) exited with
+    status 1 and the library's words (alpha, n_samples, "X has 4 samples"), not the flags'."""
+    assert main(["quickstart", *flags]) == 2
+    _one_error_line(capsys, "quickstart", needle)
+
+
 def _audit_argv(out) -> list[str]:
     return ["audit", "--runs", "12", "--steps", "2", "--n-jobs", "1", "--out", str(out)]
 
