@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rdpest.cli_files import load_samples
 from rdpest.cli_parser import ESTIMATORS, EXIT_VIOLATION, build_parser
 
 __all__ = ["ESTIMATORS", "EXIT_VIOLATION", "build_parser", "load_samples", "main"]
@@ -37,85 +38,6 @@ def _estimator(args):
             raise _UsageError("--estimator hoeffding needs --privacy-loss-bound B (|L| <= B)")
         options["privacy_loss_bound"] = args.privacy_loss_bound
     return getattr(rdpest, ESTIMATORS[args.estimator])(**options)
-
-
-def _header_lines(file: Path, delimiter: str | None) -> int:
-    """1 when the first line of a text file is a header (some field is not a number), else 0."""
-    with open(file, encoding="utf-8-sig") as handle:  # -sig: a spreadsheet's byte-order mark
-        first = handle.readline()
-    fields = [f.strip() for f in first.strip().split(delimiter)]
-    try:
-        [float(f) for f in fields]
-    except ValueError:
-        return 1
-    return 0
-
-
-def _is_npy(file: Path) -> bool:
-    """Whether the file starts with the .npy format's magic string."""
-    with open(file, "rb") as handle:
-        return handle.read(6) == b"\x93NUMPY"
-
-
-def load_samples(path: str) -> np.ndarray:
-    """Read a sample from .npy, .npz (first array), .csv or .txt (whitespace separated).
-
-    A .csv or .txt file whose first line is not numbers (a header such as ``loss``) is read
-    without that line; only the first line is ever skipped. The result is a float64 array of
-    shape (n,) or (n, d) of finite numbers; anything else (an empty or 0-d file, a boolean,
-    structured or complex array, NaN or inf, a directory) is a ValueError naming the file.
-    """
-    file = Path(path)
-    if file.is_dir():
-        raise ValueError(f"{path} is a directory, not a file of samples")
-    if not file.is_file():
-        raise ValueError(f"no such file: {path}")
-    suffix = file.suffix.lower()
-    if suffix not in (".npy", ".npz", ".csv", ".txt"):
-        raise ValueError(f"unsupported format {suffix!r} for {path}: use .npy, .npz, .csv, .txt")
-    try:
-        if suffix == ".npy":
-            if not _is_npy(file):  # numpy would suggest allow_pickle=True: never for samples
-                raise ValueError("it is not a NumPy .npy file (its magic string is missing)")
-            data = np.load(file, allow_pickle=False)
-        elif suffix == ".npz":
-            with np.load(file, allow_pickle=False) as archive:
-                if not archive.files:
-                    raise ValueError("it holds no arrays")
-                data = archive[archive.files[0]]
-        else:
-            delimiter = "," if suffix == ".csv" else None
-            skip = _header_lines(file, delimiter)
-            lines = file.read_text(encoding="utf-8-sig").splitlines()
-            if skip and not any(line.strip() for line in lines[1:]):
-                raise ValueError("it holds a header line and no numbers")
-            with warnings.catch_warnings():  # an empty file is reported below, on one line
-                warnings.filterwarnings("ignore", "loadtxt: input contained no data")
-                data = np.loadtxt(
-                    file, delimiter=delimiter, ndmin=1, skiprows=skip, encoding="utf-8-sig"
-                )
-    except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
-        raise ValueError(f"cannot read {path}: {exc or type(exc).__name__}") from None
-    data = np.asarray(data)
-    # Booleans are refused as rdpest.auditing.evaluate refuses them: a 0/1 decision saved where
-    # a score was meant is a mistake more often than a sample.
-    if data.dtype.names is not None or data.dtype.kind not in "iuf":
-        raise ValueError(
-            f"{path} holds a {data.dtype} array; samples must be real numbers (integer or float)"
-        )
-    if data.ndim not in (1, 2) or data.shape[0] == 0:
-        raise ValueError(
-            f"{path} must hold a non-empty array of shape (n,) or (n, d), got shape {data.shape}"
-        )
-    data = data.astype(np.float64)
-    bad = ~np.isfinite(data)
-    if bad.any():
-        first = np.argwhere(bad)[0]
-        raise ValueError(
-            f"{path} holds {int(bad.sum())} non-finite value(s) (NaN or inf), the first in row "
-            f"{int(first[0])}: {data[tuple(first)]}"
-        )
-    return data
 
 
 def _report(est, truth: float | None = None) -> dict:

@@ -7,6 +7,7 @@ import argparse
 import json
 import logging
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -190,6 +191,29 @@ def test_evaluate_errors_name_the_file(tmp_path, capsys):
     # an out-of-range order is a usage error naming the flag (tests/test_cli_errors.py)
     assert main(["evaluate", str(good), str(good), "--claim", "1", "--alpha", "1"]) == 2
     assert "--alpha must be > 1" in capsys.readouterr().err
+
+
+def test_the_csv_layouts_of_pandas_are_read_as_written_with_a_warning(tmp_path):
+    """Reviewer's finding: Series.to_csv(index=False) writes the header 0 for an unnamed
+    Series, which reads as a first score of 0, and DataFrame.to_csv() writes the index as a
+    first column under an empty header, read as a feature: both silently. The file is still
+    read as written (0 may be a score), with a warning naming the likely cause."""
+    series = tmp_path / "series.csv"
+    series.write_text("0\n1.5\n2.5\n")
+    with pytest.warns(UserWarning, match=r"series\.csv: its first line, 0, is read as a score"):
+        np.testing.assert_array_equal(load_samples(str(series)), [0.0, 1.5, 2.5])
+    frame = tmp_path / "frame.csv"
+    frame.write_text(",loss\n0,1.5\n1,2.5\n2,0.5\n")
+    with pytest.warns(UserWarning, match=r"frame\.csv: its first column, under an empty header"):
+        assert load_samples(str(frame)).shape == (3, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        named = tmp_path / "named.csv"
+        named.write_text("id,loss\n0,1.5\n1,2.5\n")  # a named first column: no warning
+        assert load_samples(str(named)).shape == (2, 2)
+        zeros = tmp_path / "zeros.csv"
+        zeros.write_text("0\n")  # one score of 0: nothing to warn of
+        np.testing.assert_array_equal(load_samples(str(zeros)), [0.0])
 
 
 def test_headered_csv_skips_only_a_non_numeric_first_line(tmp_path):

@@ -1,0 +1,114 @@
+"""Reading the samples that ``rdpest estimate`` and ``rdpest evaluate`` are given: .npy, .npz,
+.csv and .txt files, each refused with a ValueError naming it when it cannot be a sample."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["load_samples"]
+
+
+def _header_lines(file: Path, delimiter: str | None) -> int:
+    """1 when the first line of a text file is a header (some field is not a number), else 0."""
+    with open(file, encoding="utf-8-sig") as handle:  # -sig: a spreadsheet's byte-order mark
+        first = handle.readline()
+    fields = [f.strip() for f in first.strip().split(delimiter)]
+    try:
+        [float(f) for f in fields]
+    except ValueError:
+        return 1
+    return 0
+
+
+def _warn_of_pandas_layouts(path: str, lines: list, skip: int, delimiter, data) -> None:
+    """Warn of the two shapes pandas' ``to_csv`` gives a column of scores that this reader
+    takes at their word: an unnamed Series's header ``0`` (a number, so read as a first score
+    of 0) and the index as a first column (0, 1, 2, ... under an empty header field)."""
+    first = lines[0].strip() if lines else ""
+    if not skip and first == "0" and data.ndim == 1 and data.size > 1:
+        warnings.warn(
+            f"{path}: its first line, 0, is read as a score of 0; pandas writes 0 as the header "
+            "of an unnamed Series (to_csv): if it is a header, remove it or name the column",
+            UserWarning,
+            stacklevel=3,
+        )
+    header = [f.strip() for f in first.split(delimiter)]
+    if skip and header[0] == "" and data.ndim == 2 and data.shape[0] > 1:
+        if np.array_equal(data[:, 0], np.arange(data.shape[0])):
+            warnings.warn(
+                f"{path}: its first column, under an empty header, counts 0, 1, 2, ...: a pandas "
+                "index (to_csv without index=False)? It is read as a feature of the samples",
+                UserWarning,
+                stacklevel=3,
+            )
+
+
+def _is_npy(file: Path) -> bool:
+    """Whether the file starts with the .npy format's magic string."""
+    with open(file, "rb") as handle:
+        return handle.read(6) == b"\x93NUMPY"
+
+
+def load_samples(path: str) -> np.ndarray:
+    """Read a sample from .npy, .npz (first array), .csv or .txt (whitespace separated).
+
+    A .csv or .txt file whose first line is not numbers (a header such as ``loss``) is read
+    without that line; only the first line is ever skipped. The result is a float64 array of
+    shape (n,) or (n, d) of finite numbers; anything else (an empty or 0-d file, a boolean,
+    structured or complex array, NaN or inf, a directory) is a ValueError naming the file.
+    """
+    file = Path(path)
+    if file.is_dir():
+        raise ValueError(f"{path} is a directory, not a file of samples")
+    if not file.is_file():
+        raise ValueError(f"no such file: {path}")
+    suffix = file.suffix.lower()
+    if suffix not in (".npy", ".npz", ".csv", ".txt"):
+        raise ValueError(f"unsupported format {suffix!r} for {path}: use .npy, .npz, .csv, .txt")
+    try:
+        if suffix == ".npy":
+            if not _is_npy(file):  # numpy would suggest allow_pickle=True: never for samples
+                raise ValueError("it is not a NumPy .npy file (its magic string is missing)")
+            data = np.load(file, allow_pickle=False)
+        elif suffix == ".npz":
+            with np.load(file, allow_pickle=False) as archive:
+                if not archive.files:
+                    raise ValueError("it holds no arrays")
+                data = archive[archive.files[0]]
+        else:
+            delimiter = "," if suffix == ".csv" else None
+            skip = _header_lines(file, delimiter)
+            lines = file.read_text(encoding="utf-8-sig").splitlines()
+            if skip and not any(line.strip() for line in lines[1:]):
+                raise ValueError("it holds a header line and no numbers")
+            with warnings.catch_warnings():  # an empty file is reported below, on one line
+                warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+                data = np.loadtxt(
+                    file, delimiter=delimiter, ndmin=1, skiprows=skip, encoding="utf-8-sig"
+                )
+            _warn_of_pandas_layouts(path, lines, skip, delimiter, np.asarray(data))
+    except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc or type(exc).__name__}") from None
+    data = np.asarray(data)
+    # Booleans are refused as rdpest.auditing.evaluate refuses them: a 0/1 decision saved where
+    # a score was meant is a mistake more often than a sample.
+    if data.dtype.names is not None or data.dtype.kind not in "iuf":
+        raise ValueError(
+            f"{path} holds a {data.dtype} array; samples must be real numbers (integer or float)"
+        )
+    if data.ndim not in (1, 2) or data.shape[0] == 0:
+        raise ValueError(
+            f"{path} must hold a non-empty array of shape (n,) or (n, d), got shape {data.shape}"
+        )
+    data = data.astype(np.float64)
+    bad = ~np.isfinite(data)
+    if bad.any():
+        first = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{path} holds {int(bad.sum())} non-finite value(s) (NaN or inf), the first in row "
+            f"{int(first[0])}: {data[tuple(first)]}"
+        )
+    return data
