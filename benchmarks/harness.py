@@ -300,10 +300,15 @@ def write_json(path: Path, value, indent: int | None = 1) -> None:
 
 
 def output_folder(out) -> Path:
-    """``out`` as a folder to write results into, or an exit saying that it is a file."""
+    """``out`` as a folder to write results into (created, before any cell is computed), or an
+    exit saying why it cannot be one."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise SystemExit(f"--out {out} is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SystemExit(f"--out {out} cannot be created: {exc.strerror or exc}") from None
     return out
 
 
@@ -389,7 +394,6 @@ def main(
     ``families``: only these families' cells (default: all; :data:`CLASSIC_FAMILIES` for the
     first benchmark's grid). ``command``: what ran it, written above the table.
     """
-    out = output_folder(out)
     if repetitions is not None and repetitions < 1:
         raise SystemExit(f"--repetitions must be at least 1, got {repetitions}")
     repetitions = repetitions or (5 if quick else 50)
@@ -398,6 +402,7 @@ def main(
         cells = require_jobs([(e, *cell) for cell in grid(quick, families) for e in estimators])
     except ValueError as exc:  # an unknown family: the message, not a traceback
         raise SystemExit(str(exc)) from None
+    out = output_folder(out)  # created once the flags are known to be good
     for estimator, family, alpha, d, n in tqdm(cells, desc="benchmark cells"):
         path = out / "cells" / f"{estimator}_{family}_a{alpha:g}_d{d:g}_n{n}_r{repetitions}.json"
         record = _read_cell(path) if path.exists() else None

@@ -441,7 +441,13 @@ def _cmd_bench(args) -> int:
     flags = ["rdpest bench", *(["--quick"] if args.quick else [])]
     flags += [] if args.repetitions is None else ["--repetitions", str(args.repetitions)]
     command = " ".join([*flags, "--out", str(out)])
-    print(harness.main(out, quick=args.quick, repetitions=args.repetitions, command=command))
+    try:
+        table = harness.main(out, quick=args.quick, repetitions=args.repetitions, command=command)
+    except SystemExit as exc:  # the harness's own exits (a bad --out): this command's error line
+        if isinstance(exc.code, str):
+            raise ValueError(exc.code) from None
+        raise
+    print(table)
     print(
         f"results: {out / 'results.md'}, {out / 'results.csv'}, {out / 'results.json'}; "
         f"finished cells in {out / 'cells'}",

@@ -310,3 +310,15 @@ def _finished_runs(store) -> dict[tuple[int, int], float]:
             continue
         runs[record["arm"], record["index"]] = record["score"]
     return runs
+
+
+def test_a_bench_out_that_cannot_be_a_folder_is_this_commands_error_line(tmp_path, capsys):
+    """Reviewer's finding: `rdpest bench --out FILE` printed the harness's bare message, and an
+    --out that cannot be created failed after the first cell, naming no flag."""
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    assert main(["bench", "--quick", "--out", str(a_file)]) == 1
+    _one_error_line(capsys, "bench", f"--out {a_file} is a file, not a folder")
+    below_a_file = a_file / "results"
+    assert main(["bench", "--quick", "--out", str(below_a_file)]) == 1
+    _one_error_line(capsys, "bench", f"--out {below_a_file} cannot be created")
