@@ -60,9 +60,13 @@ def load_samples(path: str) -> np.ndarray:
     shape (n,) or (n, d) of finite numbers; anything else (an empty or 0-d file, a boolean,
     structured or complex array, NaN or inf, a directory) is a ValueError naming the file.
     """
+    if not str(path):  # Path("") is the current directory
+        raise ValueError("an empty path was given for a file of samples")
     file = Path(path)
     if file.is_dir():
         raise ValueError(f"{path} is a directory, not a file of samples")
+    if file.exists() and not file.is_file():  # a pipe, a device, a socket
+        raise ValueError(f"{path} is not a regular file (a pipe or a device?)")
     if not file.is_file():
         raise ValueError(f"no such file: {path}")
     suffix = file.suffix.lower()

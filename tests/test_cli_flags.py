@@ -380,3 +380,20 @@ def test_an_out_of_range_value_is_a_usage_error_before_anything_runs(
     assert message in err
     assert "Auditing" not in err
     assert not out.exists()
+
+
+def test_paths_that_are_not_files_of_samples_are_named_as_what_they_are(tmp_path):
+    """Reviewer's finding: an empty argument was "a directory" (Path("") is the current one),
+    and a named pipe or /dev/null was "no such file"."""
+    import os
+
+    fifo = tmp_path / "scores.csv"
+    os.mkfifo(fifo)
+    for path, message in [
+        ("", "an empty path was given"),
+        (str(fifo), "is not a regular file"),
+        (os.devnull, "is not a regular file"),
+        (str(tmp_path / "missing.csv"), "no such file"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            load_samples(path)
