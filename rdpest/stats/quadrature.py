@@ -253,21 +253,33 @@ def _log_integral(
     return _checked_log_total(h_max, total, abserr)
 
 
-# A step of h between neighbouring grid points larger than this (in nats) is taken for a jump and
-# located (at most _MAX_JUMPS of the largest). A smooth log-density sampled at 1/8000 of the range
-# changes far less between neighbours unless it is narrower than the grid, which ``points`` is for.
-_JUMP_LOG = 2.0
+# A step of h between neighbouring grid points is taken for a jump when it is more than
+# _JUMP_RATIO times both neighbouring steps (a smooth h changes its slope little from one grid
+# step to the next, at any steepness) and above _JUMP_MIN nats, or when h turns finite or -inf
+# there (a support's edge). Only steps where h is within e^{-60} of its peak count (elsewhere the
+# integrand is trimmed away), at most _MAX_JUMPS of the largest.
+_JUMP_RATIO = 4.0
+_JUMP_MIN = 1e-3
 _MAX_JUMPS = 64
 
 
 def _jumps(grid: np.ndarray, h: np.ndarray, h_scalar: Callable[[float], float]) -> list[float]:
     """Where h jumps between neighbouring grid points, each located by bisection to the last
     bit: the point at which h is on the right-hand side of its step."""
-    finite = np.where(np.isfinite(h), h, -1e300)
-    steps = np.abs(np.diff(finite))
-    candidates = np.flatnonzero(steps > _JUMP_LOG)
+    alive = np.isfinite(h)
+    if not alive.any():
+        return []
+    finite = np.where(alive, h, -1e300)
+    steps = np.abs(np.diff(np.where(alive, h, 0.0)))
+    steps[alive[:-1] != alive[1:]] = 0.0  # edges are found below, not compared with neighbours
+    neighbours = np.maximum(np.r_[0.0, steps[:-1]], np.r_[steps[1:], 0.0])
+    edge = alive[:-1] != alive[1:]
+    sharp = (steps > _JUMP_MIN) & (steps > _JUMP_RATIO * neighbours)
+    kept = np.maximum(finite[:-1], finite[1:]) >= finite.max() + _TRIM_LOG
+    candidates = np.flatnonzero((edge | sharp) & kept)
     if candidates.size > _MAX_JUMPS:
-        candidates = candidates[np.argsort(steps[candidates])[-_MAX_JUMPS:]]
+        size = np.where(edge, np.inf, steps)[candidates]
+        candidates = candidates[np.argsort(size)[-_MAX_JUMPS:]]
     located = []
     for i in candidates:
         left, right = float(grid[i]), float(grid[i + 1])

@@ -506,6 +506,25 @@ def test_quadrature_finds_jumps_and_named_spikes_and_refuses_scalar_densities():
     for alpha in (1.5, 2.0, 8.0):
         value = dv.renyi_divergence_quadrature(alpha, log_uniform(1.0), log_uniform(2.0), -1, 3)
         assert value == pytest.approx(math.log(2.0), rel=1e-12)
+    # A small jump inside the support (diff reviewer's case: a step of 1.1 nats, 6.9e-3 off with
+    # a first fix that looked only for steps above 2 nats): P = ½ N(0, 0.5²) + ½ U(lo, hi),
+    # Q = N(0, 1), against quad split at both jumps (1e-12: rounding only).
+    lo, hi, alpha = 0.3123457, 1.7123, 1.5
+    normal_half, normal = _gaussian_logpdf(0.0, 0.5), _gaussian_logpdf(0.0, 1.0)
+
+    def log_mixture(x):
+        uniform = np.where((x >= lo) & (x <= hi), -math.log(hi - lo), -np.inf)
+        return np.logaddexp(math.log(0.5) + normal_half(x), math.log(0.5) + uniform)
+
+    def integrand(x):
+        return math.exp(alpha * log_mixture(np.array([x]))[0] + (1 - alpha) * normal(x))
+
+    moment = sum(
+        integrate.quad(integrand, a, b, epsabs=0, epsrel=1e-13, limit=1000)[0]
+        for a, b in [(-11.3, lo), (lo, hi), (hi, 11.3)]
+    )
+    value = dv.renyi_divergence_quadrature(alpha, log_mixture, normal, -11.3, 11.3)
+    assert value == pytest.approx(math.log(moment) / (alpha - 1), rel=1e-12)
     spike, normal = _gaussian_logpdf(3.0, 1e-4), _gaussian_logpdf(0.0, 1.0)
     expected = dv.gaussian_renyi_divergence(2.0, 3.0, 1e-4, 0.0, 1.0)
     named = dv.renyi_divergence_quadrature(2.0, spike, normal, -50.0, 50.0, points=[3.0])
