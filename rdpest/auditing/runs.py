@@ -73,7 +73,11 @@ def results_as_finished(n_jobs: int, tasks):
         with Parallel(n_jobs=n_jobs, **worker_options()) as parallel:  # one pool for every round
             while chunk := list(itertools.islice(tasks, max(1, effective_n_jobs(n_jobs)))):
                 yield from parallel(chunk)
-    except pickle.PicklingError as exc:
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:
+        # loky says PicklingError; the multiprocessing backend passes on pickle's TypeError
+        # ("cannot pickle '_thread.lock' object") or AttributeError ("Can't pickle local object")
+        if not isinstance(exc, pickle.PicklingError) and "pickle" not in str(exc):
+            raise
         exc.add_note(
             f"with n_jobs={n_jobs} the score function is sent to worker processes, so it must be "
             "picklable (no open files, locks or live connections among its attributes); or use "

@@ -270,12 +270,18 @@ def test_a_score_function_that_cannot_be_pickled_is_named_as_the_cause():
     "Could not pickle the task to send it to the workers", naming neither score_fn nor n_jobs."""
     import pickle
 
+    from joblib import parallel_config
+
     auditor = Auditor(_HoldsALock(), 1.0, n_runs=10, n_jobs=2, estimators=DV_ONLY, progress=False)
     with pytest.raises(pickle.PicklingError) as raised:
         auditor.collect()
     assert "the score function is sent to worker processes, so it must be picklable" in (
         "".join(raised.value.__notes__)
     )
+    # joblib's multiprocessing backend raises pickle's own TypeError (diff reviewer's finding)
+    with parallel_config(backend="multiprocessing"), pytest.raises(TypeError) as raised:
+        auditor.collect()
+    assert "so it must be picklable" in "".join(raised.value.__notes__)
 
 
 def test_loky_workers_of_an_audit_end_with_it_unless_configured_otherwise():
