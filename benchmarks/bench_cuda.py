@@ -273,7 +273,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help=f"results folder (default {OUT})")
     args = parser.parse_args(argv)
     if args.out is not None:
-        output_folder(args.out).mkdir(parents=True, exist_ok=True)
+        output_folder(args.out)
         OUT, JSON = args.out, args.out / JSON.name
     if args.render:
         if not JSON.is_file():

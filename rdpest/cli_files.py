@@ -11,10 +11,8 @@ import numpy as np
 __all__ = ["load_samples"]
 
 
-def _header_lines(file: Path, delimiter: str | None) -> int:
+def _header_lines(first: str, delimiter: str | None) -> int:
     """1 when the first line of a text file is a header (some field is not a number), else 0."""
-    with open(file, encoding="utf-8-sig") as handle:  # -sig: a spreadsheet's byte-order mark
-        first = handle.readline()
     fields = [f.strip() for f in first.strip().split(delimiter)]
     try:
         [float(f) for f in fields]
@@ -23,11 +21,11 @@ def _header_lines(file: Path, delimiter: str | None) -> int:
     return 0
 
 
-def _warn_of_pandas_layouts(path: str, lines: list, skip: int, delimiter, data) -> None:
+def _warn_of_pandas_layouts(path: str, first: str, skip: int, delimiter, data) -> None:
     """Warn of the two shapes pandas' ``to_csv`` gives a column of scores that this reader
     takes at their word: an unnamed Series's header ``0`` (a number, so read as a first score
     of 0) and the index as a first column (0, 1, 2, ... under an empty header field)."""
-    first = lines[0].strip() if lines else ""
+    first = first.strip()
     if not skip and first == "0" and data.ndim == 1 and data.size > 1:
         warnings.warn(
             f"{path}: its first line, 0, is read as a score of 0; pandas writes 0 as the header "
@@ -84,8 +82,12 @@ def load_samples(path: str) -> np.ndarray:
                 data = archive[archive.files[0]]
         else:
             delimiter = "," if suffix == ".csv" else None
-            skip = _header_lines(file, delimiter)
-            lines = file.read_text(encoding="utf-8-sig").splitlines()
+            # -sig: a spreadsheet's byte-order mark. Read once: the first line decides whether
+            # a header is skipped (split at "\n", as a line is read: newlines are translated).
+            text = file.read_text(encoding="utf-8-sig")
+            first = text.split("\n", 1)[0]
+            skip = _header_lines(first, delimiter)
+            lines = text.splitlines()
             if skip and not any(line.strip() for line in lines[1:]):
                 raise ValueError("it holds a header line and no numbers")
             with warnings.catch_warnings():  # an empty file is reported below, on one line
@@ -93,7 +95,7 @@ def load_samples(path: str) -> np.ndarray:
                 data = np.loadtxt(
                     file, delimiter=delimiter, ndmin=1, skiprows=skip, encoding="utf-8-sig"
                 )
-            _warn_of_pandas_layouts(path, lines, skip, delimiter, np.asarray(data))
+            _warn_of_pandas_layouts(path, first, skip, delimiter, np.asarray(data))
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {path}: {exc or type(exc).__name__}") from None
     data = np.asarray(data)

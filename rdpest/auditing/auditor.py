@@ -302,8 +302,11 @@ class Auditor:
         if not callable(self.score_fn):
             raise ValueError(f"score_fn must be callable, got {self.score_fn!r}")
         runs_per_call(self.score_fn)
-        settings = {name: getattr(self, name) for name in AUDIT_SETTINGS}
-        return check_audit_settings(claimed_epsilon=self.claimed_epsilon, **settings)
+        return check_audit_settings(claimed_epsilon=self.claimed_epsilon, **self._settings())
+
+    def _settings(self) -> dict:
+        """The audit's settings that :func:`check_audit_settings` checks, by name."""
+        return {name: getattr(self, name) for name in AUDIT_SETTINGS}
 
     def _fingerprint(self) -> dict:
         """What identifies this audit in a store: the pipeline and the seed of its runs.
@@ -554,8 +557,7 @@ class Auditor:
         # The checks an audit's estimators get (order, certification, room for the splits in
         # these samples): given estimators were once fitted unchecked, so one at another order
         # "refuted" a claim at this one.
-        settings = {name: getattr(self, name) for name in AUDIT_SETTINGS}
-        settings.update(max_runs=None, power_target=None)
+        settings = {**self._settings(), "max_runs": None, "power_target": None}
         if estimators is not None:
             settings["estimators"] = estimators
         estimators = check_scores_settings(

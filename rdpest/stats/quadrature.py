@@ -270,10 +270,10 @@ def _jumps(grid: np.ndarray, h: np.ndarray, h_scalar: Callable[[float], float]) 
     if not alive.any():
         return []
     finite = np.where(alive, h, -1e300)
-    steps = np.abs(np.diff(np.where(alive, h, 0.0)))
-    steps[alive[:-1] != alive[1:]] = 0.0  # edges are found below, not compared with neighbours
-    neighbours = np.maximum(np.r_[0.0, steps[:-1]], np.r_[steps[1:], 0.0])
     edge = alive[:-1] != alive[1:]
+    steps = np.abs(np.diff(np.where(alive, h, 0.0)))
+    steps[edge] = 0.0  # edges are jumps by themselves, not compared with neighbouring steps
+    neighbours = np.maximum(np.r_[0.0, steps[:-1]], np.r_[steps[1:], 0.0])
     sharp = (steps > _JUMP_MIN) & (steps > _JUMP_RATIO * neighbours)
     kept = np.maximum(finite[:-1], finite[1:]) >= finite.max() + _TRIM_LOG
     candidates = np.flatnonzero((edge | sharp) & kept)
