@@ -29,6 +29,12 @@ from rdpest.auditing.dpsgd.data import (
 )
 from rdpest.auditing.dpsgd.models import check_model, factory_identity, make_model
 from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
+from rdpest.auditing.dpsgd.stacking import (
+    BYTES_PER_ACTIVATION,
+    activation_floats,
+    auto_stack_size,
+    stack_memory_budget,
+)
 from rdpest.auditing.dpsgd.training import pretrain
 from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
@@ -343,6 +349,8 @@ class DPSGDAuditor:
                 # model): another pipeline, which the store refuses below naming what differs,
                 # not "stack_runs=4 is not possible", a parameter the user never set.
                 stack_runs = None
+            else:
+                _warn_if_stack_exceeds_budget(stack_runs, initial, layout)
         if stack_runs is None:
             stack_runs = resolve_stack_runs(  # an impossible stack_runs fails before pretraining
                 self.stack_runs, initial, **layout, max_stack=max(1, int(self.n_runs) // 4)
@@ -475,3 +483,36 @@ class DPSGDAuditor:
     def run(self) -> AuditResult:
         """Train the runs (resuming from ``store``), estimate, and return the verdict."""
         return self.auditor().run()
+
+
+def _warn_if_stack_exceeds_budget(stack_runs: int, initial, layout: dict) -> None:
+    """Warn when a resumed store's stack size is larger than what ``stack_runs="auto"`` would
+    choose here (less free memory than when the store was started): the stored size is kept,
+    since a stack draws its runs' noise together and a store never mixes layouts, but it may
+    exhaust this machine's memory, which the user should hear before training, not as a kill."""
+    device, budget = layout["device"], stack_memory_budget(layout["device"])
+    fits = auto_stack_size(
+        initial,
+        layout["n_rows"],
+        layout["example_shape"],
+        device,
+        max_stack=stack_runs,
+        budget=budget,
+    )
+    if fits >= stack_runs:
+        return
+    per_copy = (
+        layout["n_rows"]
+        * activation_floats(initial, tuple(int(s) for s in layout["example_shape"]))
+        * BYTES_PER_ACTIVATION
+    )
+    warnings.warn(
+        f"the store trains its runs in stacks of {stack_runs}, which need about "
+        f"{stack_runs * per_copy / 2**20:.0f} MiB of activations; the memory budget on {device} "
+        f"now is {budget / 2**20:.0f} MiB (stacks of {fits} would fit). "
+        "The store's stack size is kept (a stack draws its runs' noise together, so another "
+        "size would mix two layouts in one audit); if training runs out of memory, resume "
+        "where more memory is free, or start a new store",
+        UserWarning,
+        stacklevel=4,
+    )

@@ -1,5 +1,7 @@
 """Tests of DPSGDAuditor: real Opacus DP-SGD audits on the embedded digits data."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -62,6 +64,27 @@ def test_resume_from_store_trains_nothing_again(tmp_path, monkeypatch):
     assert first.config["pipeline"]["stack_size"] > 1
     with pytest.raises(ValueError, match=r"differs in: pipeline\.sample_rate \(stored 1\.0"):
         DPSGDAuditor(store=tmp_path, **{**options, "sample_rate": 0.5}).run()
+
+
+def test_a_resumed_store_whose_stacks_exceed_the_memory_budget_warns_and_keeps_them(
+    tmp_path, monkeypatch
+):
+    """A store keeps its stack size on resume (another size would mix noise layouts); where the
+    memory budget is now smaller than those stacks need, the user is told before training, with
+    the sizes, instead of meeting an out-of-memory kill without a word."""
+    options = {**QUICK, "n_runs": 12, "steps": 2, "noise_multiplier": 2.0}
+    options["estimators"] = {"dv": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=5)}
+    first = DPSGDAuditor(store=tmp_path, **options).run()
+    stored = first.config["pipeline"]["stack_size"]
+    assert stored == 2  # the largest power of two up to n_runs / 4
+    with warnings.catch_warnings():  # resumed where the stacks fit: no warning
+        warnings.simplefilter("error")
+        DPSGDAuditor(store=tmp_path, **options).run()
+    monkeypatch.setattr(dpsgd_module, "stack_memory_budget", lambda device: 1)
+    with pytest.warns(UserWarning, match=r"stacks of 2, which need about .*\(stacks of 1 would"):
+        again = DPSGDAuditor(store=tmp_path, **options).run()
+    assert again.config["pipeline"]["stack_size"] == stored  # kept: one layout per store
+    np.testing.assert_array_equal(again.losses_with_canary, first.losses_with_canary)
 
 
 def _assert_runs_are_the_score_functions(audit, result, runs=(0, 4, 9)):
