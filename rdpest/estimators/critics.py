@@ -197,6 +197,11 @@ def _classifier_loss(g_p, g_q):
     )
 
 
+#: The critic bounds M a float32 critic can hold: its normal numbers (a smaller M is 0 there, and
+#: M·tanh(h/M) is then NaN).
+CRITIC_BOUND_RANGE = (float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max))
+
+
 def _cyclic(step: int, half: int, n: int, device) -> torch.Tensor:
     """Indices step*half ... (step+1)*half - 1 wrapped around n (the smaller sample cycles)."""
     return torch.arange(step * half, (step + 1) * half, device=device) % n

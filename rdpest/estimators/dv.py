@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from rdpest.estimators.base import RenyiEstimatorBase
 from rdpest.estimators.critics import (
     ACTIVATIONS,
+    CRITIC_BOUND_RANGE,
     INPUT_TRANSFORMS,
     BoundedMLP,
     _classifier_loss,
@@ -85,8 +86,8 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     learning_rate : float, default=1e-3
         Adam step size.
     batch_size : int or "auto", default="auto"
-        Minibatch size (half from each sample); "auto" uses about an eighth of the training data,
-        between 64 and 4096.
+        Minibatch size (half from each sample; a half larger than the training rows is all of
+        them); "auto" uses about an eighth of the training data, between 64 and 4096.
     max_epochs : int, default=300
     n_iter_no_change : int, default=20
         Early stopping patience, in epochs without improvement of the validation loss.
@@ -95,8 +96,8 @@ class DVRenyiEstimator(RenyiEstimatorBase):
     weight_decay : float, default=1e-4
         Adam weight decay.
     critic_bound : float, default=20.0
-        M in g = M·tanh(h/M): the critic's output lies in (−M, M). At most float32's
-        largest value (about 3.4e38), the critic's precision.
+        M in g = M·tanh(h/M): the critic's output lies in (−M, M). Within float32's normal
+        numbers (about 1.2e-38 to 3.4e38), the critic's precision (a smaller M is 0 there).
     critic_inputs : {"standard", "asinh", "quadratic"}, default="standard"
         What the critic sees of a sample x: (x − mean)/sd over its training rows, or
         asinh((x − median)/s), s the interquartile range scaled to a normal's sd
@@ -249,7 +250,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "ema_rate": [Interval(Real, 0, 1, closed="left")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
-        "critic_bound": [Interval(Real, 0, float(np.finfo(np.float32).max), closed="right")],
+        "critic_bound": [Interval(Real, *CRITIC_BOUND_RANGE, closed="both")],
         "critic_inputs": [StrOptions(set(INPUT_TRANSFORMS))],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "test_fraction": [Interval(Real, 0, 1, closed="neither")],
@@ -543,7 +544,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
             batch = int(np.clip((len(tp) + len(tq)) // 8, 64, 4096))
         else:
             batch = int(self.batch_size)
-        half = max(1, batch // 2)
+        half = max(1, min(batch // 2, max(len(tp), len(tq))))
         steps = max(1, math.ceil(max(len(tp), len(tq)) / half))
         alpha = float(self.alpha)
         state = {"log_ma_p": None, "log_ma_q": None}

@@ -296,6 +296,9 @@ BAD_PARAMS = [
     # Above float32's largest value the float32 critic's bound is inf, and its values
     # inf·tanh(h/inf) were NaN: a NaN estimate with certified_=True.
     ({"critic_bound": 1e39}, "critic_bound"),
+    # Below float32's smallest normal number M is 0 (or loses its precision) in the critic:
+    # 1e-46 gave NaN estimates, scores and log ratios with lower_bound_ 0.
+    ({"critic_bound": 1e-46}, "critic_bound"),
 ]
 
 
@@ -304,6 +307,18 @@ def test_bad_parameters_raise_value_error(params, match):
     X, Y, _ = _gaussian_pair(0.5, n=50)
     with pytest.raises(ValueError, match=match):
         DVRenyiEstimator(**params).fit(X, Y)
+
+
+def test_a_batch_larger_than_the_training_rows_is_the_full_batch():
+    """A half-batch beyond the training rows trains on all of them once per step (not on an index
+    range of batch_size / 2 wrapped around the rows: batch_size=10**7 on 100 rows took 1.4 GB,
+    and 10**9 ran out of memory)."""
+    X, Y, _ = _gaussian_pair(0.5, n=100)
+    fits = [
+        DVRenyiEstimator(max_epochs=3, batch_size=b, random_state=0).fit(X, Y) for b in (200, 10**9)
+    ]
+    assert fits[0].divergence_ == fits[1].divergence_
+    assert fits[0].lower_bound_ == fits[1].lower_bound_
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error raised without CUDA")
