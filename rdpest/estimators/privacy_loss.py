@@ -220,7 +220,10 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         direction for ``direction="max"``. ``score`` computes the same plug-in
         (unclamped) on new samples with the same privacy loss.
     lower_bound_ : float
-        One-sided (1 − beta) lower confidence bound, clamped at 0.
+        One-sided (1 − beta) lower confidence bound, clamped at 0, where ``certified_`` is True.
+        With an estimated privacy loss (``certified_`` False) it is the same formula evaluated
+        with the estimate: it has no level, and can exceed D_α and ``divergence_`` (by orders
+        of magnitude with a Gaussian fitted to a few rows).
     certified_ : bool
         True when ``log_ratio`` is a callable (the exact privacy loss), else False.
     directions_ : dict of str to DirectionResult
@@ -394,9 +397,11 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         1/((α − 1)√n) as α approaches 1; there, read the bounds, or the point estimate of
         :class:`MarkovRenyiBound`, which averages over the P sample.
     lower_bound_ : float
-        One-sided (1 − beta) lower confidence bound (Thm B.3), >= 0.
+        One-sided (1 − beta) lower confidence bound (Thm B.3), >= 0, where ``certified_`` is
+        True; with an estimated privacy loss, the formula evaluated with the estimate (no level).
     upper_bound_ : float
-        (1 − beta) upper confidence bound (Thm B.2); the larger direction's for "max".
+        (1 − beta) upper confidence bound (Thm B.2), with the same proviso; the larger
+        direction's for "max".
     certified_ : bool
         True when ``log_ratio`` is a callable (the exact privacy loss), else False. Both bounds
         also need the assumption ``|L| <= B``, which ``fit`` checks on every sample it evaluates.
