@@ -468,7 +468,11 @@ def _bernoulli_gap(c: float, v: float) -> float:
     if abs(v) * max(1.0, abs(c)) <= 0.1:
         total = 0.0
         for k in range(24, 1, -1):
-            total += (-1.0) ** k * (c**k - c) * v**k / k
+            # c^k − c = c·expm1((k − 1) log c) near c = 1, where c**k − c cancels (and the gap is
+            # then divided by c − 1 = α − 1: at α = 1 + 1e-12, 4 digits were left).
+            near_one = 0.5 < c < 2.0
+            gain = c * math.expm1((k - 1) * math.log(c)) if near_one else c**k - c
+            total += (-1.0) ** k * gain * v**k / k
         return total
     return c * math.log1p(v) - math.log1p(c * v)
 
@@ -480,7 +484,14 @@ def _exponential_rate_renyi_divergence(alpha: float, rate: float) -> float:
     integral diverges), so D = [α log λ − log(1 + α(λ − 1))]/(α − 1) (Gil, Alajaji & Linder 2013,
     Table 2, exponential distributions), i.e. the Bernoulli gap with c = α and v = λ − 1.
     """
-    return _bernoulli_gap(alpha, rate - 1.0) / (alpha - 1.0)
+    v, a = rate - 1.0, alpha - 1.0
+    if alpha >= 2.0 or abs(v) * alpha <= 0.1 or not 1.0 + alpha * v > 0.0:
+        return _bernoulli_gap(alpha, v) / a
+    # Near α = 1 the gap is a difference of two nearly equal logs, divided by α − 1 (at
+    # α = 1 + 1e-12 only 4 digits were left). With w = (α − 1)v/(1 + v), 1 + αv = (1 + v)(1 + w),
+    # so gap/(α − 1) = log1p(v) − v/(1 + v) · log1p(w)/w, with no division of a difference by it.
+    w = a * v / (1.0 + v)
+    return math.log1p(v) - v / (1.0 + v) * (math.log1p(w) / w if w != 0.0 else 1.0)
 
 
 def _laplace_scale_renyi_divergence(alpha: float, scale: float) -> float:
@@ -518,6 +529,12 @@ def _poisson_rate_renyi_divergence(alpha: float, rate: float) -> float:
                 total += scaled - alpha * plain
         return total / (alpha - 1.0)
     try:
+        if alpha < 2.0:
+            # expm1(αu) − α·expm1(u) = e^u·expm1((α − 1)u) − (α − 1)·expm1(u): divided by α − 1
+            # with no cancellation near α = 1 (the direct difference kept 4 digits at
+            # α = 1 + 1e-12); here |u| > 1/4, so the final subtraction loses at most one digit.
+            a = alpha - 1.0
+            return math.exp(u) * (math.expm1(a * u) / a) - math.expm1(u)
         return (math.expm1(alpha * u) - alpha * math.expm1(u)) / (alpha - 1.0)
     except OverflowError:  # e^{αu} beyond double range: so is the divergence
         return math.inf
