@@ -11,6 +11,7 @@ options are ValueErrors.
 import decimal
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -417,8 +418,36 @@ def test_unreachable_divergences_are_value_errors(family, alpha, divergence, mat
         ("gaussian_mixture", {"mean": math.inf}, "mean"),
         ("laplace_scale", {"scale": 0.0}, "scale"),
         ("poisson_rate", {"rate": math.nan}, "rate"),
+        # The multivariate ratio took its parameters unchecked: a NaN mean gave NaN ratios, an
+        # indefinite covariance a meaningless one (0.333), a singular one numpy's LinAlgError.
+        ("multivariate_gaussian", {"mean": [math.nan, 0.0], "covariance": np.eye(2)}, "mean"),
+        ("multivariate_gaussian", {"mean": [1.0, 1.0], "covariance": [[1, 2], [2, 1]]}, "definite"),
+        ("multivariate_gaussian", {"mean": [1.0, 1.0], "covariance": [[1, 1], [1, 1]]}, "definite"),
+        ("multivariate_gaussian", {"mean": [1.0, 1.0], "covariance": [[1, 0.5], [0, 1]]}, "symm"),
+        (
+            "multivariate_gaussian",
+            {"mean": [1.0, 1.0], "covariance": [[math.inf, 0], [0, 1]]},
+            "cov",
+        ),
+        ("multivariate_gaussian", {"mean": [1.0] * 3, "covariance": np.eye(2)}, "shape"),
     ],
 )
 def test_log_ratio_bad_params(family, params, match):
     with pytest.raises(ValueError, match=match):
         datasets.log_likelihood_ratio(family, params)
+
+
+def test_log_ratios_far_in_the_tails_neither_warn_nor_lose_the_value():
+    """x² overflowed beyond |x| = 1e150: the Student-t ratio came out 0 (its value is about
+    (ν + 1)μ/x) with an overflow warning, and the Gaussian scale ratio warned on its correct inf.
+    The reference is the same fraction's leading term, −(ν+1)/2 · μ(μ − 2x)/x² ≈ (ν + 1)μ/x,
+    exact to O(1/x) relative there."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = datasets.log_likelihood_ratio("student_t_shift", {"df": 3.0, "shift": 1.5})
+        x = np.array([1e200, -1e300, 1e151, 3.0])
+        got = t(x)
+        np.testing.assert_allclose(got[:3], 4.0 * 1.5 / x[:3], rtol=1e-12)
+        assert got[3] == t(np.array([3.0]))[0]  # below 1e150, the formula as before
+        scale = datasets.log_likelihood_ratio("gaussian_scale", {"std": 2.0})
+        assert scale(np.array([1e200]))[0] == math.inf

@@ -55,8 +55,10 @@ from rdpest.datasets._families import (
     solve_family,
     true_divergence,
 )
+from rdpest.stats.divergences import _log_det_positive_definite, _symmetric_covariance
 from rdpest.utils.validation import (
     check_alpha,
+    check_finite_array,
     check_option,
     check_positive,
     check_probability,
@@ -376,7 +378,8 @@ def log_likelihood_ratio(family: str, params: dict) -> Callable[[np.ndarray], np
 
         def scale_ratio(x):
             x = np.asarray(x, dtype=np.float64)
-            return curvature * x * x - math.log(std)
+            with np.errstate(over="ignore"):  # ±inf where the log ratio itself overflows
+                return curvature * x * x - math.log(std)
 
         return scale_ratio
 
@@ -410,13 +413,12 @@ def log_likelihood_ratio(family: str, params: dict) -> Callable[[np.ndarray], np
     if family in _NEW_RATIOS:
         return _NEW_RATIOS[family](params)
 
-    mean = np.asarray(params["mean"], dtype=np.float64)
-    covariance = np.asarray(params["covariance"], dtype=np.float64)
-    if mean.ndim != 1 or covariance.shape != (mean.size, mean.size):
-        raise ValueError(
-            f"params['mean'] must have shape (d,) and params['covariance'] shape (d, d), got "
-            f"{mean.shape} and {covariance.shape}"
-        )
+    # Checked as the divergence checks them: finite, matching shapes, symmetric positive
+    # definite (a NaN mean gave NaN ratios, an indefinite covariance a meaningless one).
+    mean = check_finite_array(params["mean"], "params['mean']", ndim=1)
+    covariance = _symmetric_covariance(params["covariance"], "params['covariance']", mean.size)
+    if _log_det_positive_definite(covariance) is None:
+        raise ValueError("params['covariance'] must be positive definite")
     # log N(x; μ, Σ) − log N(x; 0, Σ) = wᵀx − wᵀμ/2 with w = Σ⁻¹μ.
     weights = np.linalg.solve(covariance, mean)
     offset = 0.5 * float(weights @ mean)
@@ -444,7 +446,19 @@ def _student_t_ratio(params: dict):
         # log p − log q = −(ν+1)/2 · [log1p((x−μ)²/ν) − log1p(x²/ν)], the two merged into one
         # log1p: ((x−μ)² − x²)/(ν + x²) = μ(μ − 2x)/(ν + x²).
         x = np.asarray(x, dtype=np.float64)
-        return -power * np.log1p(shift * (shift - 2.0 * x) / (df + x * x))
+        # Beyond |x| = 1e150, x² overflowed (the ratio came out 0, with a warning): there the
+        # same fraction is μ(μ/x − 2)/(ν/x + x).
+        far = np.abs(x) > 1e150
+        if not np.any(far):
+            return -power * np.log1p(shift * (shift - 2.0 * x) / (df + x * x))
+        near = np.where(far, 0.0, x)
+        wide = np.where(far, x, 1.0)
+        fraction = np.where(
+            far,
+            shift * (shift / wide - 2.0) / (df / wide + wide),
+            shift * (shift - 2.0 * near) / (df + near * near),
+        )
+        return -power * np.log1p(fraction)
 
     return ratio
 
