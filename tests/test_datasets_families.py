@@ -402,6 +402,9 @@ def test_bad_options_are_value_errors(family, options, match):
         ("gaussian_mixture", 2.0, 1e20, "too large"),  # means beyond 2**32
         ("exponential_rate", 2.0, 1e4, "too large"),  # a rate beyond 1e300
         ("exponential_rate", 2.0, 1e-14, "not reachable"),  # λ − 1 below float resolution
+        # An overflow inside the solver was passed on as "math range error", naming nothing
+        ("student_t_shift", 1e6, 10.0, "overflows the float range"),
+        ("subsampled_gaussian", 1e6, 10.0, "overflows the float range"),
     ],
 )
 def test_unreachable_divergences_are_value_errors(family, alpha, divergence, match):

@@ -123,6 +123,11 @@ def _in_double_precision(failure: str):
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             yield
+    except OverflowError:  # its own words ("math range error") name no quantity
+        raise ValueError(
+            f"{failure} in double precision: an intermediate value overflows the float range "
+            "(a smaller alpha or divergence may be realisable)"
+        ) from None
     except (ArithmeticError, RuntimeError, ValueError) as exc:
         raise ValueError(f"{failure} in double precision: {exc}") from None
 
