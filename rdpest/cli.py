@@ -375,8 +375,9 @@ def _run_audit(args, out: Path) -> int:
         raise _UsageError(_with_flag_names(str(exc))) from None
     X, y = load_data(args.data)  # before any training: a bad file ends here in one line
     audit.data = (X, y)
+    batches = "full-batch" if args.sample_rate == 1.0 else f"Poisson q = {args.sample_rate:g}"
     print(
-        f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.steps} full-batch "
+        f"Auditing DP-SGD ({args.model}, {args.canary} canary, {args.steps} {batches} "
         f"step{'' if args.steps == 1 else 's'}) "
         f"on {_describe_data(args.data, X)}: {args.runs} runs with and {args.runs} without the "
         "canary"

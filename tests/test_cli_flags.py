@@ -81,7 +81,10 @@ def test_audit_passes_its_dpsgd_flags(monkeypatch, tmp_path, capsys):
     argv = [*AUDIT, "--out", str(tmp_path), "--max-grad-norm", "0.7", "--learning-rate", "0.3"]
     argv += ["--sample-rate", "0.25", "--estimators", "bernoulli, gdp_route"]
     assert main(argv) == 1
-    assert "recorded" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "recorded" in err
+    # The banner said "full-batch steps" whatever --sample-rate was
+    assert "Poisson q = 0.25 steps" in err and "full-batch" not in err
     assert seen["checked"]
     assert (seen["max_grad_norm"], seen["learning_rate"], seen["sample_rate"]) == (0.7, 0.3, 0.25)
     assert list(seen["estimators"]) == ["bernoulli", "gdp_route"]
