@@ -222,6 +222,8 @@ class DPSGDAuditor:
         or by :class:`DPSGDConfig`.
         """
         alpha = check_alpha(self.alpha)
+        if not isinstance(self.pretrain, bool | np.bool_):  # "no" would have pretrained
+            raise ValueError(f"pretrain must be True or False, got {self.pretrain!r}")
         dp_claim = self.target_epsilon is not None or self.target_delta is not None
         given = (self.noise_multiplier is not None) + (self.claimed_epsilon is not None) + dp_claim
         if given != 1:
@@ -244,6 +246,22 @@ class DPSGDAuditor:
             sample_rate=self.sample_rate,
             noise_scale_bug=self.noise_scale_bug,
         )
+        noise_sd = config.noise_multiplier * config.max_grad_norm
+        if not noise_sd < _MAX_NOISE_SD:
+            # Beyond it the float32 noise overflows and training returns NaN scores, which were
+            # reported as "a training run diverged? Lower the learning rate".
+            raise ValueError(
+                f"the noise multiplier {sigma:.3g} (times max_grad_norm {config.max_grad_norm:g}: "
+                f"a noise standard deviation of {noise_sd:.3g}) is beyond what float32 training "
+                f"can add (below {_MAX_NOISE_SD:.1e}); "
+                + (
+                    f"claimed_epsilon={self.claimed_epsilon!r} needs it: claim a larger ε_α"
+                    if self.claimed_epsilon is not None
+                    else "the (target_epsilon, target_delta) claim needs it: claim a larger ε"
+                    if dp_claim
+                    else "give a smaller one"
+                )
+            )
         claimed = dpsgd_epsilon_alpha(sigma, config.sample_rate, config.steps, alpha)
         if self.claimed_epsilon is not None and math.isclose(claimed, target, rel_tol=1e-9):
             claimed = target  # the claim as given, not 0.9999999999999998 from the solve for σ
@@ -483,6 +501,11 @@ class DPSGDAuditor:
     def run(self) -> AuditResult:
         """Train the runs (resuming from ``store``), estimate, and return the verdict."""
         return self.auditor().run()
+
+
+#: The largest noise standard deviation σ·C that DP-SGD's float32 training can add: a tenth of
+#: float32's largest value, so that draws of several standard deviations stay finite.
+_MAX_NOISE_SD = float(np.finfo(np.float32).max) / 10
 
 
 def _warn_if_stack_exceeds_budget(stack_runs: int, initial, layout: dict) -> None:

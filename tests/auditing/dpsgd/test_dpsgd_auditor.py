@@ -171,6 +171,13 @@ def test_custom_data_and_user_canary():
         ({"noise_multiplier": 1.0, "canary": (np.zeros(7), 0)}, "canary"),
         ({"noise_multiplier": 1.0, "data": (np.zeros((10, 3)), np.zeros(9))}, "same|length"),
         ({"noise_multiplier": 1.0, "model": "transformer"}, "model"),
+        # "no" is truthy: it pretrained
+        ({"noise_multiplier": 1.0, "pretrain": "no"}, "pretrain must be True or False"),
+        # A noise beyond float32 made NaN scores, reported as "a training run diverged? Lower
+        # the learning rate", after pretraining
+        ({"claimed_epsilon": 1e-300}, r"noise multiplier 3.16e\+150 .* claim a larger"),
+        ({"noise_multiplier": 1e40}, "beyond what float32 training can add"),
+        ({"target_epsilon": 1e-30, "target_delta": 1e-5}, "noise|Opacus"),
     ],
 )
 def test_bad_input_raises_before_any_training(kwargs, match, monkeypatch):
