@@ -331,6 +331,8 @@ def load_cifar10(path: str | os.PathLike, split: str = "train") -> tuple[np.ndar
             file = folder / name
             if not file.is_file() and (folder / f"{name}.gz").is_file():
                 file = folder / f"{name}.gz"  # gzipped batches are read as MNIST's files are
+            if file.is_dir():
+                raise ValueError(f"{str(file)!r} is a directory, not a CIFAR-10 batch file")
             if not file.is_file():
                 raise ValueError(
                     f"no CIFAR-10 batch {name} (or {name}.gz) in {str(folder)!r}; the binary "

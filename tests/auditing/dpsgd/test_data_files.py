@@ -332,6 +332,9 @@ def test_cifar10_missing_batch(tmp_path):
     with pytest.raises(ValueError, match=r"no CIFAR-10 batch data_batch_5\.bin"):
         load_cifar10(tmp_path)
     assert len(load_cifar10(tmp_path, split="test")[1]) == 2  # the test split does not need it
+    (tmp_path / "data_batch_5.bin").mkdir()  # was reported as missing
+    with pytest.raises(ValueError, match=r"data_batch_5\.bin' is a directory, not a CIFAR-10"):
+        load_cifar10(tmp_path)
 
 
 def test_cifar10_gzipped_batches_are_read(tmp_path):
