@@ -405,9 +405,19 @@ def _unpool(Z, membership, owner: str) -> tuple[np.ndarray, np.ndarray]:
             f"{owner} with pooled=True needs the membership label: fit(Z, membership) with "
             "membership[i] = 1 for a row of the sample from P and 0 for one from Q"
         )
-    Z = check_array(
-        Z, ensure_2d=False, allow_nd=True, dtype=np.float64, ensure_all_finite=True, input_name="Z"
-    )
+    try:
+        Z = check_array(
+            Z,
+            ensure_2d=False,
+            allow_nd=True,
+            dtype=np.float64,
+            ensure_all_finite=True,
+            input_name="Z",
+        )
+    except (ValueError, TypeError) as exc:  # named as the user passed it, not as X
+        raise ValueError(f"Z (the pooled sample): {exc}") from None
+    if Z.ndim > 2:  # else reported as X's shape after the split
+        raise ValueError(f"Z must have shape (n,) or (n, d), got {Z.ndim}-D shape {Z.shape}")
     label = np.asarray(membership)
     if label.ndim != 1 or Z.ndim == 0 or len(label) != len(Z):
         raise ValueError(

@@ -576,6 +576,21 @@ def test_pooled_form_checks_the_membership_label(member, match):
         DVRenyiEstimator(pooled=True, **FAST).fit(Z, member)
 
 
+@pytest.mark.parametrize(
+    "Z, match",
+    [
+        (np.ones(100, dtype=complex), r"Z \(the pooled sample\): Complex"),
+        (np.r_[np.ones(99), np.nan], r"Z \(the pooled sample\): Input Z contains NaN"),
+        (np.ones((100, 2, 2)), r"Z must have shape \(n,\) or \(n, d\), got 3-D"),
+    ],
+)
+def test_pooled_form_names_the_pooled_sample_in_its_errors(Z, match):
+    """A bad pooled sample was named as "X must have shape ..." (3-D), or not named at all
+    (complex values): the user passed Z, not X."""
+    with pytest.raises(ValueError, match=match):
+        DVRenyiEstimator(pooled=True, **FAST).fit(Z, np.r_[np.ones(50), np.zeros(50)])
+
+
 def _bounds_at_p_equals_q(sample, seeds=20):
     bounds = []
     for seed in range(seeds):
