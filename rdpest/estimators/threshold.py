@@ -164,6 +164,17 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         and μ).
     n_features_in_ : int
 
+    Notes
+    -----
+    ``divergence_`` is the divergence of the fitted test's two rates, a quantity of the
+    lower-bound kind (a test sees at most D_α of the pair), not an estimate of D_α: at
+    N(1, 1) against N(0, 1) it stays below the true value.
+
+    Parameters chosen by a search on the audited samples (``GridSearchCV`` over ``threshold``,
+    ``test_fraction``, ...) cost the refit's ``lower_bound_`` its level 1 − beta, as for
+    :class:`rdpest.DVRenyiEstimator` (see its Notes): choose them on other data, or certify
+    every candidate at beta / (number of candidates).
+
     See Also
     --------
     rdpest.DVRenyiEstimator : certified bound from a learned critic, tighter at large D_α.
