@@ -488,10 +488,11 @@ def _exponential_rate_renyi_divergence(alpha: float, rate: float) -> float:
     if alpha >= 2.0 or abs(v) * alpha <= 0.1 or not 1.0 + alpha * v > 0.0:
         return _bernoulli_gap(alpha, v) / a
     # Near α = 1 the gap is a difference of two nearly equal logs, divided by α − 1 (at
-    # α = 1 + 1e-12 only 4 digits were left). With w = (α − 1)v/(1 + v), 1 + αv = (1 + v)(1 + w),
-    # so gap/(α − 1) = log1p(v) − v/(1 + v) · log1p(w)/w, with no division of a difference by it.
-    w = a * v / (1.0 + v)
-    return math.log1p(v) - v / (1.0 + v) * (math.log1p(w) / w if w != 0.0 else 1.0)
+    # α = 1 + 1e-12 only 4 digits were left). With w = (α − 1)v/λ, 1 + αv = λ(1 + w), so
+    # gap/(α − 1) = log λ − v/λ · log1p(w)/w, with no division of a difference by it (λ itself,
+    # not 1 + v, which rounds away a small rate's low digits).
+    w = a * v / rate
+    return math.log(rate) - v / rate * (math.log1p(w) / w if w != 0.0 else 1.0)
 
 
 def _laplace_scale_renyi_divergence(alpha: float, scale: float) -> float:
