@@ -32,7 +32,6 @@ from rdpest.auditing.dpsgd.run import DPSGDRun, resolve_stack_runs
 from rdpest.auditing.dpsgd.stacking import (
     BYTES_PER_ACTIVATION,
     activation_floats,
-    auto_stack_size,
     stack_memory_budget,
 )
 from rdpest.auditing.dpsgd.training import pretrain
@@ -509,33 +508,30 @@ _MAX_NOISE_SD = float(np.finfo(np.float32).max) / 10
 
 
 def _warn_if_stack_exceeds_budget(stack_runs: int, initial, layout: dict) -> None:
-    """Warn when a resumed store's stack size is larger than what ``stack_runs="auto"`` would
-    choose here (less free memory than when the store was started): the stored size is kept,
-    since a stack draws its runs' noise together and a store never mixes layouts, but it may
-    exhaust this machine's memory, which the user should hear before training, not as a kill."""
-    device, budget = layout["device"], stack_memory_budget(layout["device"])
-    fits = auto_stack_size(
-        initial,
-        layout["n_rows"],
-        layout["example_shape"],
-        device,
-        max_stack=stack_runs,
-        budget=budget,
-    )
-    if fits >= stack_runs:
+    """Warn when a resumed store's stacks need more memory than the budget here
+    (:func:`~rdpest.auditing.dpsgd.stacking.stack_memory_budget`; less free memory than when
+    the store was started): the stored size is kept, since a stack draws its runs' noise
+    together and a store never mixes layouts, but it may exhaust this machine's memory, which
+    the user should hear before training, not as a kill. Only memory counts: a stack that
+    ``"auto"`` would not choose here for other reasons (a power of two, the CPU's cap on
+    convolutional stacks) but that fits is no cause for a warning."""
+    if stack_runs <= 1:
         return
+    device, budget = layout["device"], stack_memory_budget(layout["device"])
     per_copy = (
-        layout["n_rows"]
+        max(1, int(layout["n_rows"]))
         * activation_floats(initial, tuple(int(s) for s in layout["example_shape"]))
         * BYTES_PER_ACTIVATION
     )
+    if stack_runs * per_copy <= budget:
+        return
     warnings.warn(
         f"the store trains its runs in stacks of {stack_runs}, which need about "
         f"{stack_runs * per_copy / 2**20:.0f} MiB of activations; the memory budget on {device} "
-        f"now is {budget / 2**20:.0f} MiB (stacks of {fits} would fit). "
+        f"now is {budget / 2**20:.0f} MiB (stacks of {max(1, budget // per_copy)} would fit). "
         "The store's stack size is kept (a stack draws its runs' noise together, so another "
         "size would mix two layouts in one audit); if training runs out of memory, resume "
         "where more memory is free, or start a new store",
         UserWarning,
-        stacklevel=4,
+        stacklevel=5,  # the user's DPSGDAuditor(...).run()
     )

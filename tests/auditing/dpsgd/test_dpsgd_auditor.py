@@ -87,6 +87,31 @@ def test_a_resumed_store_whose_stacks_exceed_the_memory_budget_warns_and_keeps_t
     np.testing.assert_array_equal(again.losses_with_canary, first.losses_with_canary)
 
 
+def test_the_stack_memory_warning_counts_memory_only(monkeypatch):
+    """Only memory decides: a first fix compared the stored size with what "auto" would choose
+    here, and warned for stacks that fit (a stack of 3 in a budget of exactly 3 copies, "auto"
+    choosing powers of two; a convolutional stack of 8 on the CPU, where "auto" stops at 4)."""
+    from rdpest.auditing.dpsgd.models import make_model
+    from rdpest.auditing.dpsgd.stacking import BYTES_PER_ACTIVATION, activation_floats
+
+    layout = {"n_rows": 100, "example_shape": (64,), "device": torch.device("cpu")}
+    for kind in ("lr", "cnn"):
+        model = make_model(kind, 64, 10)
+        per_copy = 100 * activation_floats(model, (64,)) * BYTES_PER_ACTIVATION
+        for stored, copies_in_budget in ((3, 3), (8, 8), (3, 2), (8, 5)):
+            budget = copies_in_budget * per_copy
+            monkeypatch.setattr(dpsgd_module, "stack_memory_budget", lambda device, b=budget: b)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                dpsgd_module._warn_if_stack_exceeds_budget(stored, model, layout)
+            if copies_in_budget >= stored:
+                assert not caught, (kind, stored)
+            else:
+                (warning,) = caught
+                assert f"stacks of {stored}, which" in str(warning.message)
+                assert f"(stacks of {copies_in_budget} would fit)" in str(warning.message)
+
+
 def _assert_runs_are_the_score_functions(audit, result, runs=(0, 4, 9)):
     """Run i of each arm is the audit's score function trained on that arm with run i's seed, in
     run i's group (the runs that train stacked together: indices g·B to g·B + B - 1 for a
