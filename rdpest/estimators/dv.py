@@ -97,7 +97,7 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         Adam weight decay.
     critic_bound : float, default=20.0
         M in g = M·tanh(h/M): the critic's output lies in (−M, M). Within float32's normal
-        numbers (about 1.2e-38 to 3.4e38), the critic's precision (a smaller M is 0 there).
+        numbers (about 1.2e-38 to 3.4e38), the critic's precision (a smaller M loses digits).
     critic_inputs : {"standard", "asinh", "quadratic"}, default="standard"
         What the critic sees of a sample x: (x − mean)/sd over its training rows, or
         asinh((x − median)/s), s the interquartile range scaled to a normal's sd
