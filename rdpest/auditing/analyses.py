@@ -6,15 +6,21 @@ claimed ε_α) and is recorded in the store's ``analyses.jsonl``
 under another level, schedule (``n_runs``, ``max_runs``, and ``power_target`` where there are
 several rounds) or estimator settings spends the level again: by a union bound, the chance that
 at least one of the analyses accuses an honest pipeline is at most the sum of their β, not β.
-Repeating an analysis with the same settings is not a new test (its verdict is the same); another
-order or claim is another test, of another claim. :class:`rdpest.auditing.Auditor` names the
-earlier analyses in its result (``config["earlier_analyses"]``) and its summary, and warns.
+Repeating an analysis with the same settings is not a new test (its verdict is the same), unless
+an estimator is unseeded (``random_state`` None where its fit draws splits, or a RandomState or
+Generator, whose draws the record cannot tell apart): its fits may draw new splits, so a repeat
+can give another verdict and is counted as another test. Another order or claim is another
+test, of another claim. :class:`rdpest.auditing.Auditor` names the earlier analyses in its result
+(``config["earlier_analyses"]``) and its summary, and warns.
 """
 
 from __future__ import annotations
 
 import json
-from numbers import Real
+import uuid
+from numbers import Integral, Real
+
+import numpy as np
 
 __all__ = [
     "RUNNING_PARAMETERS",
@@ -32,11 +38,36 @@ def settings_text(estimator) -> str:
     """An estimator's parameters as JSON text (an object that is not JSON by its class name),
     without those that only change how the fit runs."""
     params = estimator.get_params(deep=False)
+    params = {key: value for key, value in params.items() if key not in RUNNING_PARAMETERS}
+    if _unseeded(estimator, params):
+        # Each fit draws its own splits, so two such analyses are two tests even with equal
+        # settings: a token of its own keeps this one from being taken for any other (rerun
+        # until it says "violation", each rerun was once counted as no new test).
+        params["random_state"] = f"unseeded fit {uuid.uuid4().hex}"
     return json.dumps(
-        {key: value for key, value in params.items() if key not in RUNNING_PARAMETERS},
+        params,
         sort_keys=True,
         default=lambda value: getattr(value, "__qualname__", type(value).__qualname__),
     )
+
+
+def _unseeded(estimator, params: dict) -> bool:
+    """Whether the estimator's fits differ from one call to the next: a random state that is a
+    RandomState or Generator (it advances), or None where the estimator says its fit is
+    non-deterministic (an estimator that does not say is taken to be)."""
+    if "random_state" not in params:
+        return False
+    state = params["random_state"]
+    if isinstance(state, Integral) and not isinstance(state, bool):
+        return False
+    if isinstance(state, np.random.RandomState | np.random.Generator):
+        return True
+    if state is None:
+        try:
+            return bool(estimator.__sklearn_tags__().non_deterministic)
+        except AttributeError:
+            return True
+    return False
 
 
 def earlier_analyses(entries: list, claim: dict, settings: dict) -> list[dict]:

@@ -544,6 +544,34 @@ def test_each_analysis_is_recorded_and_a_retest_of_the_claim_says_what_it_costs(
         assert "earlier_analyses" not in other.run().config
 
 
+@pytest.mark.parametrize(
+    "state", [None, np.random.default_rng(0), np.random.RandomState(0)], ids=str
+)
+def test_a_repeat_with_an_unseeded_estimator_is_counted_as_another_test(tmp_path, state):
+    """An estimator whose fits draw new splits each time (random_state None, or a generator
+    that advances) can give another verdict on a repeat: a reviewer's four repeats gave bounds
+    0.0176, 0.004, 0, 0, were recorded as one analysis, and warned of nothing, so rerunning
+    until "violation" spent β each time unseen. A seeded or deterministic repeat is no new
+    test."""
+    mech = GaussianMechanismScore(noise_std=1.0)
+    unseeded = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=state)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _audit(mech, store=tmp_path, estimators=unseeded).run()
+    with pytest.warns(UserWarning, match=r"under 1 other setting.* at most 0\.1, not 0\.05"):
+        _audit(mech, store=tmp_path, estimators=unseeded).run()
+    with pytest.warns(UserWarning, match=r"under 2 other setting.* at most 0\.15"):
+        _audit(mech, store=tmp_path, estimators=unseeded).run()
+    deterministic = {
+        "bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, threshold="bonferroni", random_state=None)
+    }
+    other = tmp_path / "deterministic"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no splits: the same fit each time
+        _audit(mech, store=other, estimators=deterministic).run()
+        _audit(mech, store=other, estimators=deterministic).run()
+
+
 def test_an_analysis_after_a_record_cut_short_is_kept_and_the_lost_one_is_reported(
     tmp_path, caplog
 ):
