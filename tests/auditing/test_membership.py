@@ -24,7 +24,9 @@ from rdpest.auditing.membership import (
     _certified_epsilon,
     epsilon_from_rates,
     membership_readouts,
+    tpr_ceiling,
 )
+from rdpest.stats.divergences import bernoulli_renyi_divergence
 from rdpest.stats.threshold_tests import positives
 from tests.helpers import (
     COVERAGE_PVALUE,
@@ -333,19 +335,47 @@ def test_the_membership_delta_flag_of_evaluate_and_audit(tmp_path, capsys, monke
     assert seen["membership_delta"] == 1e-5
 
 
+@pytest.mark.parametrize(
+    "alpha, claim",
+    [(2.0, 1.0), (2.0, 0.5), (1.5, 0.5), (2.0, 0.1), (8.0, 2.0), (1.01, 0.05), (64.0, 4.0)],
+)
+def test_the_tpr_ceiling_is_attained_by_a_pair_that_meets_the_claim(alpha, claim):
+    """The ceiling printed beside the measured TPR at 1% FPR is the largest any pair of laws
+    within the claim allows: the Bernoulli pair at it meets the claim in both directions (to
+    the solver's tolerance) and a TPR 1e-6 above it does not. Mironov's bound, printed before,
+    was above it: 0.165 against 0.140 at ε_2 = 1, 0.105 against 0.042 at ε_2 = 0.1, so a
+    measured TPR between the two refuted the claim while the line said it was allowed."""
+    ceiling = tpr_ceiling(alpha, claim, 0.01)
+    divergences = [
+        bernoulli_renyi_divergence(alpha, ceiling, 0.01),
+        bernoulli_renyi_divergence(alpha, 0.01, ceiling),
+    ]
+    assert max(divergences) == pytest.approx(claim, rel=1e-9)
+    above = ceiling + 1e-6
+    assert (
+        max(
+            bernoulli_renyi_divergence(alpha, above, 0.01),
+            bernoulli_renyi_divergence(alpha, 0.01, above),
+        )
+        > claim
+    )
+    mironov = min((math.exp(claim) * 0.01) ** ((alpha - 1) / alpha), 1.0)
+    assert ceiling <= mironov + 1e-12  # never looser than the bound it replaced
+    assert tpr_ceiling(alpha, 0.0, 0.01) == 0.01  # no divergence: no test beats chance
+
+
 def test_the_summary_says_what_the_claim_allows_and_how_fine_the_fpr_is():
     """Bug: the summary printed "claimed epsilon_alpha = 1", then "certified (ε, δ = 1e-05) lower
     bound ε >= 1.564", then "no certified lower bound exceeds the claimed ε_2 = 1", which read as
     a contradiction: the 1.564 is an (ε, δ)-DP ε, and ε_2 = 1 implies ε <= 11.13 at that δ
-    (Balle et al. 2020, Thm 21) and TPR <= (e·0.01)^(1/2) = 0.165 at 1% FPR (Mironov 2017,
-    Prop. 10). And with 5 certifying runs without the canary, "TPR at 1% FPR" was the TPR at
-    zero false positives, unsaid."""
+    (Balle et al. 2020, Thm 21) and TPR <= 0.1404 at 1% FPR (tpr_ceiling; the line once gave
+    Mironov's looser 0.165). And with 5 certifying runs without the canary, "TPR at 1% FPR" was
+    the TPR at zero false positives, unsaid."""
     rng = np.random.default_rng(0)
     fast = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, direction="max", random_state=0)}
     result = evaluate(rng.normal(0, 1, 400), rng.normal(1, 1, 400), 1.0, alpha=2.0, estimators=fast)
     line = next(x for x in result.summary().splitlines() if x.startswith("membership"))
-    implied = (math.e * 0.01) ** 0.5
-    assert f"the claim allows at most {implied:.3g})" in line
+    assert "the claim allows at most 0.141)" in line  # 0.14043, rounded up
     assert "(the claim implies ε <= 11.13 at this δ)" in line
     assert "no false positive" not in line  # 200 certifying runs resolve 1%
     few = evaluate(rng.normal(0, 1, 10), rng.normal(1, 1, 10), 1.0, alpha=2.0, estimators=fast)
