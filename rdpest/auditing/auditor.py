@@ -226,7 +226,9 @@ class Auditor:
     power_target : float or None, default=None
         A sequential audit also stops, without a violation, once it detects ε_α >=
         ``power_target`` with 80% probability (``result.power``); if ``max_runs`` is spent
-        first, ``result.power["runs_needed"]`` says how many runs per side would reach it.
+        first, ``result.power["runs_needed"]`` says how many runs per side would reach it in a
+        round at this audit's per-round level (β/K): a follow-up audit with more rounds tests
+        each at a smaller level and needs somewhat more, a fixed-size one at β fewer.
     estimators : dict of str to estimator, optional
         rdpest estimators (unfitted); default :func:`default_estimators`. Each is cloned, given
         ``direction="max"``'s samples (O′, O) and its share of beta. Each keeps its own

@@ -203,6 +203,18 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
     claimed = claim_text(claim)
     if verdict == "violation":
         return f"violation: a certified lower bound exceeds the claimed {eps} = {claimed}"
+    shortfall = ""
+    if "runs_needed" in power:
+        # results written before the power target was renamed call it "target_epsilon"
+        target_epsilon = power.get("power_target", power.get("target_epsilon"))
+        goal = f"{eps} >= {target_epsilon:.3g}"
+        needed = power["runs_needed"]
+        shortfall = (
+            f"; to detect {goal} with {target:.0%} probability it would need about {needed} runs "
+            "per side"
+            if needed is not None
+            else f"; no audit below ten million runs per side detects {goal}"
+        )
     if verdict == "underpowered" and power.get("constant", False):
         return (
             f"underpowered: all {2 * n_runs} scores are the same number, with the canary and "
@@ -216,12 +228,13 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
             f"it (perfect separation, the strongest evidence {n_runs} runs per side can give), "
             f"yet no certified bound exceeds the claimed {eps} = {claimed}: such "
             "scores fit a divergence far above the claim as well as one below it; run more"
+            + shortfall
         )
     if verdict == "underpowered":
         return (
             f"underpowered: with {n_runs} runs per side no certified bound can exceed "
             f"{ceiling:.3g} (even perfectly separated scores), at or below the claimed "
-            f"{eps} = {claimed}; this audit could not have refuted the claim"
+            f"{eps} = {claimed}; this audit could not have refuted the claim" + shortfall
         )
     # Certified estimators the power model does not cover at this α, claim and number of runs
     # (results written before the record had the key counted all of theirs).
@@ -232,18 +245,6 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
         if unmodelled
         else ""
     )
-    shortfall = ""
-    if "runs_needed" in power:
-        # results written before the power target was renamed call it "target_epsilon"
-        target_epsilon = power.get("power_target", power.get("target_epsilon"))
-        goal = f"{eps} >= {target_epsilon:.3g}"
-        needed = power["runs_needed"]
-        shortfall = (
-            f"; to detect {goal} with {target:.0%} probability it would need about {needed} runs "
-            "per side"
-            if needed is not None
-            else f"; no audit below ten million runs per side detects {goal}"
-        )
     if detectable is None:
         return (
             f"not refuted: no certified lower bound exceeds the claimed {eps} = {claimed}"

@@ -10,6 +10,7 @@ import pytest
 
 from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator
 from rdpest.auditing import Auditor, AuditResult, GaussianMechanismScore
+from rdpest.auditing.power import power_sentence
 from rdpest.stats.bounds import clopper_pearson_lower_bound, clopper_pearson_upper_bound
 from rdpest.stats.divergences import bernoulli_renyi_divergence
 from rdpest.stats.power import detectable_divergence, threshold_power
@@ -311,3 +312,19 @@ def test_threshold_divergence_floor_checks_its_arguments(alpha, claim, message):
 
     with pytest.raises(ValueError, match=message):
         threshold_divergence_floor(alpha, claim)
+
+
+def test_an_underpowered_verdict_says_how_many_runs_its_power_target_needs():
+    """Sequential/membership reviewer's finding: runs_needed was in the JSON of an
+    "underpowered" result but not in its sentence (the branch returned before the clause), so
+    "run more" said neither how many nor that no feasible number would do."""
+    separated = {"separated": True, "max_certifiable": 3.0, "runs_needed": 150}
+    sentence = power_sentence("underpowered", {**separated, "power_target": 4.0}, 60, 2.0, 1.0)
+    assert "run more; to detect ε_2 >= 4 with 80% probability it would need about 150 runs" in (
+        sentence
+    )
+    ceiling = {"max_certifiable": 0.5, "runs_needed": None, "power_target": 40.0}
+    sentence = power_sentence("underpowered", ceiling, 60, 2.0, 1.0)
+    assert sentence.endswith("no audit below ten million runs per side detects ε_2 >= 40")
+    constant = {"constant": True, "max_certifiable": 3.0, "runs_needed": 150, "power_target": 4.0}
+    assert "runs per side" not in power_sentence("underpowered", constant, 60, 2.0, 1.0)
