@@ -325,11 +325,14 @@ def results_folder(out, default: Path, quick: bool) -> Path:
     return folder
 
 
-def _read_cell(path: Path) -> dict:
+def _read_cell(path: Path) -> dict | None:
     """A finished cell's record: its nulls (values undefined or infinite when it was written)
     read back as NaN, which the tables print as blanks. Cells written before the files were
-    strict JSON hold NaN tokens, which Python reads as NaN too."""
+    strict JSON hold NaN tokens, which Python reads as NaN too. A cell the estimator skips
+    (``run_cell`` gave None) is the file ``null``: None, skipped again without a fit."""
     record = json.loads(path.read_text())
+    if record is None:
+        return None
     return {k: math.nan if v is None else v for k, v in record.items()}
 
 

@@ -196,6 +196,26 @@ def test_the_known_divergence_cells_are_strict_json_and_resume(tmp_path, bench, 
     assert len(calls) == 1
 
 
+def test_a_skipped_cell_resumes_as_skipped(tmp_path, bench, monkeypatch):
+    """Reviewer's finding: a cell the estimator skips is the file `null`; reading cells back as
+    strict JSON called .items() on it, so every re-run into the same --out failed ("NoneType
+    object has no attribute items"), the committed results' own command included (29 of their
+    140 cells are skipped Hoeffding cells)."""
+    harness = bench("harness")
+    calls = []
+    monkeypatch.setattr(
+        harness, "grid", lambda quick, families=None: [("gaussian_shift", 2.0, 1.0, 100)]
+    )
+    monkeypatch.setattr(harness, "run_cell", lambda *args: calls.append(args))  # skipped: None
+    first = harness.main(tmp_path, estimators=("hoeffding",), repetitions=1)
+    assert (next((tmp_path / "cells").glob("*.json"))).read_text().strip() == "null"
+    assert harness.main(tmp_path, estimators=("hoeffding",), repetitions=1) == first
+    assert len(calls) == 1  # the skip is remembered, not recomputed
+    committed = sorted((BENCHMARKS / "results" / "estimators" / "cells").glob("*.json"))
+    skipped = [path for path in committed if path.read_text().strip() == "null"]
+    assert skipped and all(harness._read_cell(path) is None for path in skipped)
+
+
 def test_a_partial_power_run_keeps_the_sections_it_did_not_compute(tmp_path, bench, monkeypatch):
     """Reviewer's finding: `bench_power.py --validate` alone rewrote power.json and power.md
     with the synthetic and DP-SGD sections empty."""
