@@ -227,8 +227,12 @@ def test_a_partial_power_run_keeps_the_sections_it_did_not_compute(tmp_path, ben
     assert power.main(["--validate"]) == 0
     saved = json.loads((tmp_path / "power.json").read_text())
     assert saved["validation"] == committed["validation"][:3]
-    assert saved["synthetic"] == committed["synthetic"] and saved["dpsgd"] == committed["dpsgd"]
-    assert (
-        "synthetic and dpsgd rows are kept from an earlier run"
-        in (tmp_path / "power.md").read_text()
-    )
+    for section in ("synthetic", "dpsgd", "bernoulli_only"):
+        assert committed[section] and saved[section] == committed[section], section
+    table = (tmp_path / "power.md").read_text()
+    # kept rows name the command that computed them, recorded beside them in power.json
+    assert "The synthetic and dpsgd rows are kept from an earlier run, `" in table
+    assert "The bernoulli_only rows are kept from an earlier run, `" in table
+    assert saved["commands"]["synthetic"] == committed["commands"]["synthetic"]
+    assert saved["commands"]["validation"] == "python benchmarks/bench_power.py --validate"
+    assert "## Audits with the Bernoulli baseline alone" in (tmp_path / "power.md").read_text()
