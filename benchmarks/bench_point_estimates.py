@@ -59,6 +59,7 @@ from pathlib import Path
 import numpy as np
 from harness import (
     check_flags,
+    output_folder,
     refuse_foreign_cells,
     require_jobs,
     results_folder,
@@ -469,7 +470,8 @@ def main(argv=None) -> int:
     if args.quick:
         families, alphas, seeds = families[:1], [2.0], 4
     default = RESULTS / "cross_fit" if args.cross_fit or args.fit_time else RESULTS
-    out = results_folder(args.out, default, args.quick)
+    # a folder, or an exit saying why not, before any fit (a file was found by the first write)
+    out = output_folder(results_folder(args.out, default, args.quick))
     if not args.fit_time:
         refuse_foreign_cells(parser, out, ("cross_fit",) if args.cross_fit else ("dv", "pform"))
     if args.fit_time:

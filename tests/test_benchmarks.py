@@ -236,3 +236,31 @@ def test_a_partial_power_run_keeps_the_sections_it_did_not_compute(tmp_path, ben
     assert saved["commands"]["synthetic"] == committed["commands"]["synthetic"]
     assert saved["commands"]["validation"] == "python benchmarks/bench_power.py --validate"
     assert "## Audits with the Bernoulli baseline alone" in (tmp_path / "power.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "script, work, argv",
+    [
+        (
+            "bench_point_estimates",
+            "one_seed",
+            ["--n-jobs", "1", "--seeds", "1", "--n", "100", "--alphas", "2"],
+        ),
+        ("bench_estimators", "scale_run", ["--scale"]),
+    ],
+)
+def test_an_out_that_is_a_file_exits_before_any_fit(
+    tmp_path, bench, monkeypatch, script, work, argv
+):
+    """Benchmark reviewer's finding: these scripts found a file given as --out at their first
+    write, after the first fit (the 100,000-row fit of --scale), with a traceback."""
+    module = bench(script)
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a fit ran before --out was checked")
+
+    monkeypatch.setattr(module, work, no_fit)
+    a_file = tmp_path / "afile"
+    a_file.write_text("")
+    with pytest.raises(SystemExit, match="is a file, not a folder"):
+        module.main([*argv, "--out", str(a_file)])
