@@ -80,6 +80,23 @@ def _exactly(array: np.ndarray, integral: bool, boolean: bool, what: str) -> Non
         )
 
 
+def _in_range(array: np.ndarray, dtype, integral: bool, what: str) -> None:
+    """Refuse values the data set's type cannot hold: they would wrap (300 into uint8 is 44,
+    2**40 into int32 is 0) or overflow to inf (1e39 into float32)."""
+    if array.size == 0 or array.dtype.kind == "b":
+        return
+    if integral:
+        info = torch.iinfo(dtype) if isinstance(dtype, torch.dtype) else np.iinfo(dtype)
+    else:
+        info = torch.finfo(dtype) if isinstance(dtype, torch.dtype) else np.finfo(dtype)
+    low, high = array.min(), array.max()
+    if low < info.min or high > info.max:
+        raise ValueError(
+            f"the canary's {what} holds values from {low} to {high}, outside what the data set's "
+            f"type {dtype} holds ({info.min} to {info.max}): it would change on conversion"
+        )
+
+
 def _like(value, template, what: str):
     """``value`` converted to the type (tensor dtype, or Python/numpy number) of ``template``,
     the data set's first example's ``what``; a ValueError where that would change the value
@@ -103,6 +120,7 @@ def _like(value, template, what: str):
                     "numbers is laid out in that shape)"
                 )
             array = array.reshape(shape)
+        _in_range(array, dtype, integral and not boolean, what)
         if isinstance(template, torch.Tensor):
             return torch.as_tensor(array).to(dtype)
         return array.astype(dtype)

@@ -252,7 +252,9 @@ def canary_loss(model: nn.Module, x, y) -> float:
     if isinstance(y, bool) or not isinstance(y, numbers.Integral):
         raise ValueError(f"y must be an integer class, got {y!r}")
     device = module_device(module)
-    logits = eval_logits(module, torch.as_tensor(x, dtype=torch.float32, device=device)[None])
+    # In the model's own floating type (a float64 model met a float32 canary deep in torch)
+    dtype = next((w.dtype for w in module.parameters() if w.is_floating_point()), torch.float32)
+    logits = eval_logits(module, torch.as_tensor(x, dtype=dtype, device=device)[None])
     if logits.ndim != 2 or logits.shape[0] != 1 or not 0 <= int(y) < logits.shape[1]:
         raise ValueError(
             f"y={y!r} must be a class in [0, n_classes) of logits shaped (1, n_classes); got "

@@ -140,6 +140,9 @@ class _NumpyLabels(torch.utils.data.Dataset):
         return torch.zeros(3), np.int64(1)
 
 
+_U8 = TensorDataset(torch.zeros(2, 3, dtype=torch.uint8), torch.tensor([0, 1]))
+
+
 @pytest.mark.parametrize(
     "dataset, x, y, message",
     [
@@ -153,6 +156,17 @@ class _NumpyLabels(torch.utils.data.Dataset):
         (_IntegerPairs(), [1.7, -2.9], 1, "input must be whole numbers"),
         (_IntegerPairs(), [1, 2], 1.9, "label must be whole numbers"),
         (_IntegerPairs(), [1, 2], [1, 2], "label must be one number"),
+        # Values the data set's type cannot hold wrapped silently: 300 into uint8 as 44, -1 as
+        # 255, 2**40 into an int32 label as class 0 (adapter reviewer's finding)
+        (_U8, [300, 0, 0], 0, "input holds values from 0 to 300, outside"),
+        (_U8, [-1, 0, 0], 0, "input holds values from -1 to 0, outside"),
+        (
+            TensorDataset(torch.zeros(2, 3), torch.zeros(2, dtype=torch.int32)),
+            [0, 0, 0],
+            2**40,
+            "label holds values from 1099511627776",
+        ),
+        (DATA, [1e39, 0.0, 0.0], 1, "outside what the data set's type torch.float32 holds"),
     ],
 )
 def test_with_canary_refuses_a_canary_that_conversion_would_change(dataset, x, y, message):
@@ -249,6 +263,39 @@ def test_scores_are_the_canarys_loss_reproducible_and_picklable():
     assert clone(True, 5) == first
     custom = OpacusTraining(train_full_batch, DATA, CANARY, loss_fn=zero_one_loss)
     assert custom(False, 5) in (0.0, 1.0)
+
+
+def train_float64(dataset, seed):
+    """A float64 model on float64 data (full batch, 2 steps)."""
+    _quiet()
+    model = torch.nn.Linear(3, 2).double()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    loader = DataLoader(dataset, batch_size=len(dataset))
+    engine = PrivacyEngine(accountant="rdp")
+    model, optimizer, loader = engine.make_private(
+        module=model,
+        optimizer=optimizer,
+        data_loader=loader,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        poisson_sampling=False,
+        noise_generator=torch.Generator().manual_seed(seed),
+    )
+    for _ in range(2):
+        for xb, yb in loader:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            optimizer.step()
+    return model, engine
+
+
+def test_a_float64_model_is_scored_in_float64():
+    """Adapter reviewer's finding: the canary was always scored as float32, so a float64 model
+    trained to the end and then failed in torch ("mat1 and mat2 must have the same dtype")."""
+    data = TensorDataset(_ROWS.double(), DATA.tensors[1])
+    score_fn = OpacusTraining(train_float64, data, (torch.full((3,), 2.0, dtype=torch.float64), 1))
+    score = score_fn(True, 3)
+    assert math.isfinite(score) and score == score_fn(True, 3)
 
 
 def test_the_global_rng_is_seeded_and_the_callers_left_alone():
