@@ -431,6 +431,60 @@ def test_the_sample_rate_trap_warns_with_both_rates():
         OpacusTraining(train_full_batch, DATA, CANARY).check_accounting()
 
 
+def train_numpy_global(dataset, seed):
+    """The full-batch training, from weights drawn from numpy's global generator (not seeded
+    from the seed)."""
+    _quiet()
+    model = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        model.weight.copy_(torch.as_tensor(np.random.normal(size=(2, 3))))  # noqa: NPY002
+    engine = PrivacyEngine(accountant="rdp")
+    model, optimizer, loader = engine.make_private(
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
+        data_loader=DataLoader(dataset, batch_size=len(dataset)),
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        poisson_sampling=False,
+        noise_generator=torch.Generator().manual_seed(seed),
+    )
+    for xb, yb in loader:
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(xb), yb).backward()
+        optimizer.step()
+    return model, engine
+
+
+class _Pairs(torch.utils.data.Dataset):
+    """DATA's examples through a plain Dataset (with_canary checks only TensorDatasets' labels)."""
+
+    def __len__(self):
+        return len(DATA)
+
+    def __getitem__(self, index):
+        return DATA[index]
+
+
+def test_check_accounting_names_an_unrepeatable_training_and_a_label_outside_the_model():
+    """Adapter reviewer's findings: a train_fn drawing from numpy's global generator gave two
+    scores for one seed (0.4355, 0.4929) and audited, and resumed stores, without a word; and a
+    canary label outside the model's classes failed inside torch ("Target 5 is out of bounds")
+    in the with-canary training. check_accounting trains the arm without the canary twice and
+    scores it first."""
+    with pytest.warns(UserWarning, match="train_fn gave two different scores for seed 0"):
+        OpacusTraining(train_numpy_global, DATA, CANARY).check_accounting()
+    trained = []
+
+    def recording(dataset, seed):
+        trained.append(len(dataset))
+        return train_full_batch(dataset, seed)
+
+    score_fn = OpacusTraining(recording, _Pairs(), (torch.full((3,), 2.0), 5))
+    with pytest.raises(ValueError, match=r"y=5 must be a class in \[0, n_classes\)"):
+        score_fn.check_accounting()
+    assert trained == [len(DATA)]  # before any training with the canary
+
+
 def test_audit_with_two_workers_matches_one():
     score_fn = OpacusTraining(train_full_batch, DATA, CANARY)
     one = Auditor(score_fn, 1.0, n_runs=4, progress=False, estimators=_bernoulli())
