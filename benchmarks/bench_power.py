@@ -614,13 +614,15 @@ def _markdown(
                 f"{r['reverse_realised']:.3f} | {r['independent_union']:.3f} |"
             )
         lowest = min(r["realised"] for r in bernoulli)
+        gaps = [r["independent_union"] - r["realised"] for r in bernoulli]
         lines += [
             "",
             f"Realised power >= {TARGET_POWER:g} in {met} of {len(bernoulli)} cells (lowest "
             f"{lowest:.3f}). Each direction realises less than the model's best placement, and",
-            "the independent combination of the realised directions is close to the realised",
-            "verdicts: the margin MODEL_POWER leaves for the learned critic is what keeps these",
-            "audits near the stated power, with no margin left.",
+            f"the verdicts {min(gaps):.2f} to {max(gaps):.2f} less than the independent "
+            "combination of the realised directions",
+            "(the two directions test the same scores): the margin MODEL_POWER leaves for the",
+            "learned critic is what keeps these audits near the stated power, with none left.",
             "",
         ]
     return "\n".join(lines)
