@@ -47,6 +47,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _folder(text: str) -> str:
+    """argparse type of ``--out``: a non-empty path (an empty one is the current directory, where
+    an audit's store or a benchmark's cells would land among the user's files)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must name a folder, got an empty path")
+    return text
+
+
 def _seed(text: str) -> int:
     """argparse type of ``--seed``: an integer in [0, 2**32 - 1], the estimators' seeds (a usage
     error otherwise)."""
@@ -223,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument(
         "--out",
+        type=_folder,
         default="rdpest-audit",
         help="directory for the runs (resumed on re-run), result.json, O.npy (scores without "
         "the canary), O_prime.npy (with) and audit.png",
@@ -283,7 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="repetitions per cell (default: 50, or 5 with --quick)",
     )
     bench.add_argument(
-        "--out", default="rdpest-bench", help="directory for the results (resumed on re-run)"
+        "--out",
+        type=_folder,
+        default="rdpest-bench",
+        help="directory for the results (resumed on re-run)",
     )
 
     quick = add("quickstart", help="estimate D_alpha of generated Gaussian samples")

@@ -400,3 +400,13 @@ def test_paths_that_are_not_files_of_samples_are_named_as_what_they_are(tmp_path
     ]:
         with pytest.raises(ValueError, match=message):
             load_samples(path)
+
+
+@pytest.mark.parametrize("command", ["audit", "bench"])
+def test_an_empty_out_is_a_usage_error(command, capsys):
+    """Benchmark reviewer's finding: `rdpest bench --out ""` wrote its cells and tables into the
+    current directory (an empty path is "."), as `rdpest audit --out ""` would its run store."""
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--out", ""])
+    assert exit_.value.code == 2
+    assert "argument --out: must name a folder, got an empty path" in capsys.readouterr().err
