@@ -151,7 +151,9 @@ def certified_dv_bracket(
     joint (1 − β) confidence region for the two moments (:func:`joint_level`);
     ``region="bonferroni"`` takes a (1 − β/2) bound on each. The bound is the bracket's, not
     clamped: it can be negative (a wide window, few values), which says nothing, as D_α >= 0
-    always holds; the estimators report ``max(0, bound)``.
+    always holds; the estimators report ``max(0, bound)``. With ``method="betting"`` the values
+    are visited in sequence: give them in an order that does not depend on them (never sorted;
+    :func:`rdpest.stats.bounds.betting_lower_bound`), or the bound loses its level.
 
     Examples
     --------
@@ -305,7 +307,8 @@ def certify_critic(
     pays for its search over thresholds (level β/(2K)), except where the training values are
     perfectly separated (every P value above every Q value), where it is scored at β.
     ``region`` combines the two samples' confidence statements (:data:`CONFIDENCE_REGIONS`;
-    "joint" by default, see :func:`joint_level`).
+    "joint" by default, see :func:`joint_level`). The test values must come in an order that
+    does not depend on them (never sorted): the betting bounds visit them in sequence.
 
     Examples
     --------
