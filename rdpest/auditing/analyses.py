@@ -7,18 +7,20 @@ under another level, schedule (``n_runs``, ``max_runs``, and ``power_target`` wh
 several rounds) or estimator settings spends the level again: by a union bound, the chance that
 at least one of the analyses accuses an honest pipeline is at most the sum of their β, not β.
 Repeating an analysis with the same settings is not a new test (its verdict is the same), unless
-an estimator is unseeded (``random_state`` None where its fit draws splits, or a RandomState or
-Generator, whose draws the record cannot tell apart): its fits may draw new splits, so a repeat
-can give another verdict and is counted as another test. Another order or claim is another
-test, of another claim. :class:`rdpest.auditing.Auditor` names the earlier analyses in its result
-(``config["earlier_analyses"]``) and its summary, and warns.
+an estimator is unseeded (``random_state`` None where its fit draws splits): its fits draw new
+splits, so a repeat can give another verdict and is counted as another test. (A RandomState or
+Generator counts by its state: an audit copies it, so the same state fits the same way.) Another
+order or claim is another test, of another claim. :class:`rdpest.auditing.Auditor` names the
+earlier analyses in its result (``config["earlier_analyses"]``) and its summary, and warns.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import pickle
 import uuid
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 
@@ -36,10 +38,17 @@ RUNNING_PARAMETERS = frozenset({"verbose", "n_threads", "device"})
 
 def settings_text(estimator) -> str:
     """An estimator's parameters as JSON text (an object that is not JSON by its class name),
-    without those that only change how the fit runs."""
+    without those that only change how the fit runs. A RandomState or Generator is recorded by
+    a digest of its state (an audit clones its estimators, which copies the generator, so the
+    same state fits the same way; another state is another test), and an unseeded estimator by
+    a token of its own."""
     params = estimator.get_params(deep=False)
     params = {key: value for key, value in params.items() if key not in RUNNING_PARAMETERS}
-    if _unseeded(estimator, params):
+    state = params.get("random_state")
+    if isinstance(state, np.random.RandomState | np.random.Generator):
+        digest = hashlib.sha256(pickle.dumps(state)).hexdigest()[:16]
+        params["random_state"] = f"{type(state).__name__} in state {digest}"
+    elif _unseeded(estimator, params):
         # Each fit draws its own splits, so two such analyses are two tests even with equal
         # settings: a token of its own keeps this one from being taken for any other (rerun
         # until it says "violation", each rerun was once counted as no new test).
@@ -52,22 +61,16 @@ def settings_text(estimator) -> str:
 
 
 def _unseeded(estimator, params: dict) -> bool:
-    """Whether the estimator's fits differ from one call to the next: a random state that is a
-    RandomState or Generator (it advances), or None where the estimator says its fit is
-    non-deterministic (an estimator that does not say is taken to be)."""
-    if "random_state" not in params:
+    """Whether the estimator's ``random_state`` is None and its fits may differ from one call to
+    the next: where the estimator says so (sklearn's ``non_deterministic`` tag), and where it
+    says nothing (its tags are scikit-learn's own, whose default, False, is no statement about
+    its fit)."""
+    if "random_state" not in params or params["random_state"] is not None:
         return False
-    state = params["random_state"]
-    if isinstance(state, Integral) and not isinstance(state, bool):
-        return False
-    if isinstance(state, np.random.RandomState | np.random.Generator):
+    tags = getattr(type(estimator), "__sklearn_tags__", None)
+    if tags is None or (getattr(tags, "__module__", None) or "sklearn").split(".")[0] == "sklearn":
         return True
-    if state is None:
-        try:
-            return bool(estimator.__sklearn_tags__().non_deterministic)
-        except AttributeError:
-            return True
-    return False
+    return bool(estimator.__sklearn_tags__().non_deterministic)
 
 
 def earlier_analyses(entries: list, claim: dict, settings: dict) -> list[dict]:

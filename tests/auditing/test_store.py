@@ -544,17 +544,13 @@ def test_each_analysis_is_recorded_and_a_retest_of_the_claim_says_what_it_costs(
         assert "earlier_analyses" not in other.run().config
 
 
-@pytest.mark.parametrize(
-    "state", [None, np.random.default_rng(0), np.random.RandomState(0)], ids=str
-)
-def test_a_repeat_with_an_unseeded_estimator_is_counted_as_another_test(tmp_path, state):
-    """An estimator whose fits draw new splits each time (random_state None, or a generator
-    that advances) can give another verdict on a repeat: a reviewer's four repeats gave bounds
-    0.0176, 0.004, 0, 0, were recorded as one analysis, and warned of nothing, so rerunning
-    until "violation" spent β each time unseen. A seeded or deterministic repeat is no new
-    test."""
+def test_a_repeat_with_an_unseeded_estimator_is_counted_as_another_test(tmp_path):
+    """An estimator whose fits draw new splits each time (random_state None) can give another
+    verdict on a repeat: a reviewer's four repeats gave bounds 0.0176, 0.004, 0, 0, were
+    recorded as one analysis, and warned of nothing, so rerunning until "violation" spent β
+    each time unseen. A seeded or deterministic repeat is no new test."""
     mech = GaussianMechanismScore(noise_std=1.0)
-    unseeded = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=state)}
+    unseeded = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=None)}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _audit(mech, store=tmp_path, estimators=unseeded).run()
@@ -570,6 +566,45 @@ def test_a_repeat_with_an_unseeded_estimator_is_counted_as_another_test(tmp_path
         warnings.simplefilter("error")  # no splits: the same fit each time
         _audit(mech, store=other, estimators=deterministic).run()
         _audit(mech, store=other, estimators=deterministic).run()
+
+
+@pytest.mark.parametrize("make", [np.random.default_rng, np.random.RandomState], ids=str)
+def test_a_generator_seed_counts_by_its_state(tmp_path, make):
+    """Diff reviewer's finding: a RandomState or Generator was recorded by its class name, so
+    generators in two states (two different splits) were one analysis; and an audit clones its
+    estimators, copying the generator, so a repeat with one state fits the same way and is no
+    new test."""
+    mech = GaussianMechanismScore(noise_std=1.0)
+
+    def audit(seed):
+        estimators = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=make(seed))}
+        return _audit(mech, store=tmp_path, estimators=estimators).run()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        first = audit(0)
+        again = audit(0)  # the same state: the same fit, no new test
+    assert again.estimates["bernoulli"] == first.estimates["bernoulli"]
+    with pytest.warns(UserWarning, match="under 1 other setting"):
+        audit(1)  # another state: other splits, another test
+
+
+def test_an_estimator_that_does_not_tag_itself_counts_as_unseeded():
+    """Diff reviewer's finding: scikit-learn's default tags say non_deterministic=False for any
+    estimator, so one of the user's with random_state=None that sets no tags was taken for
+    seeded; only tags an estimator's own classes set are believed."""
+    from sklearn.base import BaseEstimator
+
+    from rdpest.auditing.analyses import _unseeded
+
+    class Untagged(BernoulliTPRFPRBaseline):
+        __sklearn_tags__ = BaseEstimator.__sklearn_tags__  # as a class that sets no tags has
+
+    assert _unseeded(Untagged(random_state=None), {"random_state": None})
+    assert _unseeded(BernoulliTPRFPRBaseline(random_state=None), {"random_state": None})
+    assert not _unseeded(BernoulliTPRFPRBaseline(random_state=3), {"random_state": 3})
+    seeded = BernoulliTPRFPRBaseline(threshold="bonferroni", random_state=None)
+    assert not _unseeded(seeded, {"random_state": None})  # it says its fit draws nothing
 
 
 def test_an_analysis_after_a_record_cut_short_is_kept_and_the_lost_one_is_reported(
