@@ -226,7 +226,7 @@ def membership_line(
     ...                         "epsilon_lower_bound": 0.5, "delta": 1e-5, "beta": 0.05}, 2, 1)
     >>> first, second = line.split("; ")
     >>> print(first[first.index("(") :])
-    (point estimates, the claim allows at most 0.141)
+    (point estimates, the claim allows at most 0.1405)
     >>> print(second[second.index("(the") :])
     (the claim implies ε <= 11.13 at this δ)
     """
@@ -243,9 +243,11 @@ def membership_line(
     if alpha is not None and claimed_epsilon is not None:
         epsilon = rdp_to_dp(claimed_epsilon, alpha, delta)
         ceiling = tpr_ceiling(alpha, claimed_epsilon, 0.01)
-        # rounded up, so that the printed ceiling is never below one the claim allows
-        shown = min(1.0, math.ceil(ceiling * 1000.0) / 1000.0)
-        allows = f", the claim allows at most {shown:.3f}"
+        # four significant digits, rounded up: never below what the claim allows, and close to
+        # it at small ceilings too (three decimals printed 0.011 for 0.0100001)
+        places = max(0, 3 - math.floor(math.log10(ceiling)))
+        shown = min(1.0, math.ceil(ceiling * 10.0**places) / 10.0**places)
+        allows = f", the claim allows at most {shown:.{places}f}"
         implies = f" (the claim implies ε <= {epsilon:.4g} at this δ)"
     return (
         f"membership inference: AUROC {membership['auroc']:.3f}, TPR {at} at 1% FPR (point "

@@ -90,7 +90,8 @@ def _in_range(array: np.ndarray, dtype, integral: bool, what: str) -> None:
     else:
         info = torch.finfo(dtype) if isinstance(dtype, torch.dtype) else np.finfo(dtype)
     low, high = array.min(), array.max()
-    if low < info.min or high > info.max:
+    # max + 1, not max: a float 2**63 equals int64's max once that is rounded to a float
+    if low < info.min or (high >= info.max + 1 if integral else high > info.max):
         raise ValueError(
             f"the canary's {what} holds values from {low} to {high}, outside what the data set's "
             f"type {dtype} holds ({info.min} to {info.max}): it would change on conversion"
@@ -520,7 +521,8 @@ class OpacusTraining:
                 f"train_fn gave two different scores for seed {seed} ({first!r} and {second!r}): "
                 "it draws from a generator it does not seed from its seed (numpy's or Python's "
                 "global ones, a DataLoader's workers, ...), so its runs cannot be repeated and a "
-                "resumed store mixes runs no one can check; seed every generator from the seed",
+                "resumed store mixes runs no one can check; seed every generator from the seed "
+                "(on a GPU, kernels that are not deterministic differ in the last bits too)",
                 UserWarning,
                 stacklevel=2,
             )

@@ -167,6 +167,7 @@ _U8 = TensorDataset(torch.zeros(2, 3, dtype=torch.uint8), torch.tensor([0, 1]))
             "label holds values from 1099511627776",
         ),
         (DATA, [1e39, 0.0, 0.0], 1, "outside what the data set's type torch.float32 holds"),
+        (DATA, [0.0, 0.0, 0.0], float(2**63), "label holds values from 9.223372036854776e+18"),
     ],
 )
 def test_with_canary_refuses_a_canary_that_conversion_would_change(dataset, x, y, message):
