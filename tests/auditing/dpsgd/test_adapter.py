@@ -34,10 +34,9 @@ def _quiet():
     warnings.filterwarnings("ignore", message="Full backward hook is firing")
 
 
-def train_full_batch(dataset, seed):
-    """Full-batch DP-SGD, 3 steps; the seed picks the noise generator."""
+def _full_batch_dp_sgd(model, dataset, seed, steps):
+    """``steps`` full-batch DP-SGD steps of ``model``; the seed picks the noise generator."""
     _quiet()
-    model = torch.nn.Linear(3, 2)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     loader = DataLoader(dataset, batch_size=len(dataset))
     engine = PrivacyEngine(accountant="rdp")
@@ -50,12 +49,18 @@ def train_full_batch(dataset, seed):
         poisson_sampling=False,
         noise_generator=torch.Generator().manual_seed(seed),
     )
-    for _ in range(3):
+    for _ in range(steps):
         for xb, yb in loader:
             optimizer.zero_grad()
             torch.nn.functional.cross_entropy(model(xb), yb).backward()
             optimizer.step()
     return model, engine
+
+
+def train_full_batch(dataset, seed):
+    """Full-batch DP-SGD, 3 steps; the seed picks the noise generator."""
+    _quiet()
+    return _full_batch_dp_sgd(torch.nn.Linear(3, 2), dataset, seed, steps=3)
 
 
 def train_ignoring_seed(dataset, seed):
@@ -269,25 +274,7 @@ def test_scores_are_the_canarys_loss_reproducible_and_picklable():
 def train_float64(dataset, seed):
     """A float64 model on float64 data (full batch, 2 steps)."""
     _quiet()
-    model = torch.nn.Linear(3, 2).double()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    loader = DataLoader(dataset, batch_size=len(dataset))
-    engine = PrivacyEngine(accountant="rdp")
-    model, optimizer, loader = engine.make_private(
-        module=model,
-        optimizer=optimizer,
-        data_loader=loader,
-        noise_multiplier=1.0,
-        max_grad_norm=1.0,
-        poisson_sampling=False,
-        noise_generator=torch.Generator().manual_seed(seed),
-    )
-    for _ in range(2):
-        for xb, yb in loader:
-            optimizer.zero_grad()
-            torch.nn.functional.cross_entropy(model(xb), yb).backward()
-            optimizer.step()
-    return model, engine
+    return _full_batch_dp_sgd(torch.nn.Linear(3, 2).double(), dataset, seed, steps=2)
 
 
 def test_a_float64_model_is_scored_in_float64():
@@ -439,21 +426,7 @@ def train_numpy_global(dataset, seed):
     model = torch.nn.Linear(3, 2)
     with torch.no_grad():
         model.weight.copy_(torch.as_tensor(np.random.normal(size=(2, 3))))  # noqa: NPY002
-    engine = PrivacyEngine(accountant="rdp")
-    model, optimizer, loader = engine.make_private(
-        module=model,
-        optimizer=torch.optim.SGD(model.parameters(), lr=0.5),
-        data_loader=DataLoader(dataset, batch_size=len(dataset)),
-        noise_multiplier=1.0,
-        max_grad_norm=1.0,
-        poisson_sampling=False,
-        noise_generator=torch.Generator().manual_seed(seed),
-    )
-    for xb, yb in loader:
-        optimizer.zero_grad()
-        torch.nn.functional.cross_entropy(model(xb), yb).backward()
-        optimizer.step()
-    return model, engine
+    return _full_batch_dp_sgd(model, dataset, seed, steps=1)
 
 
 class _Pairs(torch.utils.data.Dataset):
