@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pickle
 import uuid
 from numbers import Real
 
@@ -46,18 +45,33 @@ def settings_text(estimator) -> str:
     params = {key: value for key, value in params.items() if key not in RUNNING_PARAMETERS}
     state = params.get("random_state")
     if isinstance(state, np.random.RandomState | np.random.Generator):
-        digest = hashlib.sha256(pickle.dumps(state)).hexdigest()[:16]
-        params["random_state"] = f"{type(state).__name__} in state {digest}"
+        params["random_state"] = f"{type(state).__name__} in state {_state_digest(state)}"
     elif _unseeded(estimator, params):
         # Each fit draws its own splits, so two such analyses are two tests even with equal
         # settings: a token of its own keeps this one from being taken for any other (rerun
         # until it says "violation", each rerun was once counted as no new test).
         params["random_state"] = f"unseeded fit {uuid.uuid4().hex}"
-    return json.dumps(
-        params,
-        sort_keys=True,
-        default=lambda value: getattr(value, "__qualname__", type(value).__qualname__),
+    return json.dumps(params, sort_keys=True, default=_json_value)
+
+
+def _json_value(value):
+    """A parameter that is not JSON: a numpy number as its value (np.int64 seeds 0 and 1 were
+    both "int64", one analysis), anything else by its name."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return getattr(value, "__qualname__", type(value).__qualname__)
+
+
+def _state_digest(state) -> str:
+    """A digest of a RandomState's or Generator's state, from the state's own description (not
+    a pickle, whose format changes with Python and numpy releases)."""
+    described = (
+        state.bit_generator.state
+        if isinstance(state, np.random.Generator)
+        else state.get_state(legacy=False)
     )
+    text = json.dumps(described, sort_keys=True, default=lambda v: np.asarray(v).tolist())
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _unseeded(estimator, params: dict) -> bool:

@@ -390,6 +390,9 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         tags = super().__sklearn_tags__()
         # Y is the second sample, not a target: fit(X) alone is meaningless.
         tags.target_tags.required = True
+        # Unseeded, a fit draws its direction seeds afresh (subclasses whose fit draws nothing
+        # say so); a store's record of analyses counts such repeats as new tests.
+        tags.non_deterministic = getattr(self, "random_state", 0) is None
         if getattr(self, "pooled", False):
             # In the pooled form y is a 0/1 membership label: declared a classifier of it,
             # scikit-learn's cross-validation stratifies the folds (StratifiedKFold), so every

@@ -89,9 +89,10 @@ def _in_range(array: np.ndarray, dtype, integral: bool, what: str) -> None:
         info = torch.iinfo(dtype) if isinstance(dtype, torch.dtype) else np.iinfo(dtype)
     else:
         info = torch.finfo(dtype) if isinstance(dtype, torch.dtype) else np.finfo(dtype)
-    low, high = array.min(), array.max()
-    # max + 1, not max: a float 2**63 equals int64's max once that is rounded to a float
-    if low < info.min or (high >= info.max + 1 if integral else high > info.max):
+    # As Python numbers, compared exactly: a float 2**63 equals int64's max once that is rounded
+    # to a float, and numpy casts the bound to a float16 canary's type (overflow warnings).
+    low, high = array.min().item(), array.max().item()
+    if low < int(info.min) or (high >= int(info.max) + 1 if integral else high > float(info.max)):
         raise ValueError(
             f"the canary's {what} holds values from {low} to {high}, outside what the data set's "
             f"type {dtype} holds ({info.min} to {info.max}): it would change on conversion"

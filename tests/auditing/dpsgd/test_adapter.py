@@ -185,6 +185,13 @@ def test_with_canary_refuses_a_canary_that_conversion_would_change(dataset, x, y
 
 
 def test_with_canary_keeps_what_converts_exactly():
+    # A float16 canary into an integer type: its range check once cast the type's bounds to
+    # float16 (an overflow warning, an error under this suite's settings)
+    counts = TensorDataset(torch.zeros(2, 1, dtype=torch.int64), torch.tensor([0, 1]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x, _ = with_canary(counts, np.array([65504], dtype=np.float16), 1)[2]
+    assert x.dtype == torch.int64 and x.tolist() == [65504]
     flat = TensorDataset(torch.zeros(2, 1, 2, 3), torch.tensor([0, 1]))
     x, y = with_canary(flat, np.arange(6.0), np.int64(1))[2]  # a flat input in the image shape
     assert x.shape == (1, 2, 3) and x.flatten().tolist() == list(range(6)) and int(y) == 1
