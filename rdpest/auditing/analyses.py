@@ -97,13 +97,39 @@ def earlier_analyses(entries: list, claim: dict, settings: dict) -> list[dict]:
         level = other["beta"]
         if (
             {key: entry.get(key) for key in claim} == claim
-            and other != settings
+            and _tested(other) != _tested(settings)
             and isinstance(level, Real)
             and not isinstance(level, bool)
             and 0 < level < 1
         ):
-            earlier[json.dumps(other, sort_keys=True)] = {**other, "verdict": entry.get("verdict")}
+            key = json.dumps(_tested(other), sort_keys=True)
+            earlier[key] = {**other, "verdict": entry.get("verdict")}
     return list(earlier.values())
+
+
+#: Estimator parameters an audit sets itself (each estimator's share of β, both directions): an
+#: analysis whose estimators differ only in them tested the same way.
+AUDIT_SET_PARAMETERS = ("beta", "direction")
+
+
+def _tested(settings: dict) -> dict:
+    """``settings`` with each estimator's text stripped of :data:`AUDIT_SET_PARAMETERS` (records
+    written before, and texts that are not JSON objects, compare as they are)."""
+    estimators = settings.get("estimators")
+    if not isinstance(estimators, dict):
+        return settings
+    stripped = {}
+    for name, text in estimators.items():
+        try:
+            params = json.loads(text)
+        except (TypeError, ValueError):
+            params = None
+        if isinstance(params, dict):
+            text = json.dumps(
+                {k: v for k, v in params.items() if k not in AUDIT_SET_PARAMETERS}, sort_keys=True
+            )
+        stripped[name] = text
+    return {**settings, "estimators": stripped}
 
 
 def retest_message(directory, claim: dict, earlier: list, beta: float) -> str:

@@ -941,3 +941,23 @@ def test_result_records_versions_and_time(tmp_path):
     assert set(provenance) >= {"rdpest", "python", "torch", "opacus", "created_utc"}
     assert provenance["created_utc"].endswith("+00:00")
     assert AuditResult.from_json(tmp_path / "result.json").provenance == provenance
+
+
+def test_estimator_settings_an_audit_overrides_are_no_new_test(tmp_path):
+    """Sequential/membership reviewer's finding: an estimator's beta and direction, which an
+    audit sets itself (its share of β, both directions), made a repeat with beta=0.01 instead of
+    0.05 another analysis and warned that the levels add up, for an identical fit. Another
+    setting the fit uses (test_fraction) is still another test."""
+    mech = GaussianMechanismScore(noise_std=1.0)
+
+    def audit(**params):
+        estimators = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=0, **params)}
+        return _audit(mech, store=tmp_path, estimators=estimators).run()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        first = audit()
+        again = audit(beta=0.01, direction="reverse")
+    assert again.estimates["bernoulli"] == first.estimates["bernoulli"]
+    with pytest.warns(UserWarning, match="under 1 other setting"):
+        audit(test_fraction=0.3)
