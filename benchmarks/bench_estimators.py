@@ -67,9 +67,8 @@ def main(argv=None) -> int:
     given = list(argv if argv is not None else sys.argv[1:])
     command = " ".join(["python benchmarks/bench_estimators.py", *given])
     args.out = harness.results_folder(args.out, RESULTS, args.quick)
-    if args.scale:  # a folder, or an exit saying why not, before the 100,000-row fit
-        harness.output_folder(args.out)
     if args.scale:
+        harness.output_folder(args.out)  # a folder, or an exit saying why not, before the fit
         result = scale_run(100_000)
         atomic_write_text(args.out / "scale.json", json.dumps(result, indent=2))
         atomic_write_text(
