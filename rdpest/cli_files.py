@@ -82,19 +82,16 @@ def load_samples(path: str) -> np.ndarray:
                 data = archive[archive.files[0]]
         else:
             delimiter = "," if suffix == ".csv" else None
-            # -sig: a spreadsheet's byte-order mark. Read once: the first line decides whether
-            # a header is skipped (split at "\n", as a line is read: newlines are translated).
-            text = file.read_text(encoding="utf-8-sig")
-            first = text.split("\n", 1)[0]
+            # -sig: a spreadsheet's byte-order mark. Read once, and parsed from these lines
+            # (split at "\n", as a file's lines are read: newlines are already translated).
+            lines = file.read_text(encoding="utf-8-sig").split("\n")
+            first = lines[0]
             skip = _header_lines(first, delimiter)
-            lines = text.splitlines()
             if skip and not any(line.strip() for line in lines[1:]):
                 raise ValueError("it holds a header line and no numbers")
             with warnings.catch_warnings():  # an empty file is reported below, on one line
                 warnings.filterwarnings("ignore", "loadtxt: input contained no data")
-                data = np.loadtxt(
-                    file, delimiter=delimiter, ndmin=1, skiprows=skip, encoding="utf-8-sig"
-                )
+                data = np.loadtxt(lines, delimiter=delimiter, ndmin=1, skiprows=skip)
             _warn_of_pandas_layouts(path, first, skip, delimiter, np.asarray(data))
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {path}: {exc or type(exc).__name__}") from None

@@ -92,18 +92,22 @@ def earlier_analyses(entries: list, claim: dict, settings: dict) -> list[dict]:
     ``settings``: the latest verdict under each other setting, oldest setting first. Entries
     with a level outside (0, 1) are skipped (a damaged record)."""
     earlier: dict[str, dict] = {}
+    tested = _tested(settings)
     for entry in entries:
         other = {key: entry.get(key) for key in settings}
+        other_tested = _tested(other)
         level = other["beta"]
         if (
             {key: entry.get(key) for key in claim} == claim
-            and _tested(other) != _tested(settings)
+            and other_tested != tested
             and isinstance(level, Real)
             and not isinstance(level, bool)
             and 0 < level < 1
         ):
-            key = json.dumps(_tested(other), sort_keys=True)
-            earlier[key] = {**other, "verdict": entry.get("verdict")}
+            earlier[json.dumps(other_tested, sort_keys=True)] = {
+                **other,
+                "verdict": entry.get("verdict"),
+            }
     return list(earlier.values())
 
 

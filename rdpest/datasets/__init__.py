@@ -55,7 +55,7 @@ from rdpest.datasets._families import (
     solve_family,
     true_divergence,
 )
-from rdpest.stats.divergences import _log_det_positive_definite, _symmetric_covariance
+from rdpest.stats.divergences import _positive_definite_covariance
 from rdpest.utils.validation import (
     check_alpha,
     check_finite_array,
@@ -421,9 +421,9 @@ def log_likelihood_ratio(family: str, params: dict) -> Callable[[np.ndarray], np
     # Checked as the divergence checks them: finite, matching shapes, symmetric positive
     # definite (a NaN mean gave NaN ratios, an indefinite covariance a meaningless one).
     mean = check_finite_array(params["mean"], "params['mean']", ndim=1)
-    covariance = _symmetric_covariance(params["covariance"], "params['covariance']", mean.size)
-    if _log_det_positive_definite(covariance) is None:
-        raise ValueError("params['covariance'] must be positive definite")
+    covariance, _ = _positive_definite_covariance(
+        params["covariance"], "params['covariance']", mean.size
+    )
     # log N(x; μ, Σ) − log N(x; 0, Σ) = wᵀx − wᵀμ/2 with w = Σ⁻¹μ.
     weights = np.linalg.solve(covariance, mean)
     offset = 0.5 * float(weights @ mean)

@@ -148,6 +148,16 @@ def _symmetric_covariance(cov, name: str, dimension: int) -> np.ndarray:
     return 0.5 * (cov + cov.T)
 
 
+def _positive_definite_covariance(cov, name: str, dimension: int) -> tuple[np.ndarray, float]:
+    """``cov`` checked finite, (dimension, dimension), symmetric and positive definite, and its
+    log det (a ValueError naming ``name`` otherwise)."""
+    cov = _symmetric_covariance(cov, name, dimension)
+    log_det = _log_det_positive_definite(cov)
+    if log_det is None:
+        raise ValueError(f"{name} must be positive definite")
+    return cov, log_det
+
+
 def _log_det_positive_definite(cov: np.ndarray) -> float | None:
     """log det of a symmetric matrix via Cholesky, or None when it is not positive definite."""
     try:
@@ -202,14 +212,8 @@ def multivariate_gaussian_renyi_divergence(alpha: float, mean_p, cov_p, mean_q, 
             f"mean_p and mean_q must have the same shape, got {mean_p.shape} and {mean_q.shape}"
         )
     dimension = mean_p.shape[0]
-    cov_p = _symmetric_covariance(cov_p, "cov_p", dimension)
-    cov_q = _symmetric_covariance(cov_q, "cov_q", dimension)
-    log_det_p = _log_det_positive_definite(cov_p)
-    if log_det_p is None:
-        raise ValueError("cov_p must be positive definite")
-    log_det_q = _log_det_positive_definite(cov_q)
-    if log_det_q is None:
-        raise ValueError("cov_q must be positive definite")
+    cov_p, log_det_p = _positive_definite_covariance(cov_p, "cov_p", dimension)
+    cov_q, log_det_q = _positive_definite_covariance(cov_q, "cov_q", dimension)
 
     # Gil, Alajaji & Linder (2013), multivariate Gaussian: with Σ_α = α Σ_q + (1−α) Σ_p positive
     # definite,
@@ -466,12 +470,12 @@ def _bernoulli_gap(c: float, v: float) -> float:
     if v == 0.0:
         return 0.0
     if abs(v) * max(1.0, abs(c)) <= 0.1:
+        # c^k − c = c·expm1((k − 1) log c) near c = 1, where c**k − c cancels (and the gap is
+        # then divided by c − 1 = α − 1: at α = 1 + 1e-12, 4 digits were left).
+        log_c = math.log(c) if 0.5 < c < 2.0 else None
         total = 0.0
         for k in range(24, 1, -1):
-            # c^k − c = c·expm1((k − 1) log c) near c = 1, where c**k − c cancels (and the gap is
-            # then divided by c − 1 = α − 1: at α = 1 + 1e-12, 4 digits were left).
-            near_one = 0.5 < c < 2.0
-            gain = c * math.expm1((k - 1) * math.log(c)) if near_one else c**k - c
+            gain = c * math.expm1((k - 1) * log_c) if log_c is not None else c**k - c
             total += (-1.0) ** k * gain * v**k / k
         return total
     return c * math.log1p(v) - math.log1p(c * v)

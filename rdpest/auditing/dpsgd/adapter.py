@@ -506,12 +506,12 @@ class OpacusTraining:
 
         The first training also scores the canary, so (with the default cross-entropy score) a
         label outside the model's classes is a ``ValueError`` here, not an error inside torch in
-        the with-canary training. The second
-        shows whether ``train_fn`` is reproducible from its seed (a draw from numpy's or
-        Python's global generator is not): runs that are not cannot be repeated, and a store
-        resumed from them mixes runs no one can check. Returns the two accountants' histories
-        (lists of ``(noise_multiplier, sample_rate, steps)``), without the canary first. Raises
-        ``ValueError`` if ``train_fn`` does not return ``(model, privacy_engine)``.
+        the with-canary training. The second shows whether ``train_fn`` is reproducible from its
+        seed (a draw from numpy's or Python's global generator is not): runs that are not cannot
+        be repeated, and a store resumed from them mixes runs no one can check. Returns the two
+        accountants' histories (lists of ``(noise_multiplier, sample_rate, steps)``), without
+        the canary first. Raises ``ValueError`` if ``train_fn`` does not return
+        ``(model, privacy_engine)``.
         """
         model, without = self._train(False, seed)
         _require_history(without)
