@@ -400,11 +400,14 @@ def _clopper_pearson(successes, trials: int, levels, side: str) -> np.ndarray:
     broadcast shape.
     """
     k, levels = np.broadcast_arrays(np.asarray(successes), np.asarray(levels, dtype=float))
-    # Both limits are lower-tail quantiles, computed by scipy.special.betaincinv: the upper one
-    # by the symmetry of the beta law (1 − the ``level`` quantile of Beta(n − k, k + 1)), since
-    # 1 − level rounds to 1 below 1e-16; and stats.beta.ppf's root finder stopped short below
-    # about 1e-90, returning lower limits whose tail exceeded the level up to 4e7-fold.
-    # Below about 1e-200 betaincinv can return NaN: read as the trivial limit (0 or 1).
+    # The quantiles are computed by scipy.special's inverses of the regularised incomplete beta
+    # function, never through 1 − level (it rounds to 1 below 1e-16), nor by stats.beta.ppf
+    # (its root finder stopped short below about 1e-90, returning lower limits whose tail
+    # exceeded the level up to 4e7-fold). The upper limit comes from betainccinv (the
+    # upper-tail inverse) below 1/2, where it keeps its relative precision (4.7e-16 for k = 1
+    # of n = 1e16, which 1 − (1 − limit) rounded to 4.4e-16, not a bound), and above 1/2 by the
+    # symmetry of the beta law, as 1 − the ``level`` quantile of Beta(n − k, k + 1).
+    # Below about 1e-200 the inverses can return NaN: read as the trivial limit (0 or 1).
     if side == "lower":
         out = np.zeros(k.shape)
         inside = k > 0
@@ -415,8 +418,11 @@ def _clopper_pearson(successes, trials: int, levels, side: str) -> np.ndarray:
         inside = k < trials
         below = special.betaincinv(trials - k[inside], k[inside] + 1, levels[inside])
         below = np.nan_to_num(below, nan=0.0)
-        # 1 − below rounded up, so that rounding never makes the limit smaller than it is.
-        out[inside] = np.minimum(1.0, np.nextafter(1.0 - below, 2.0))
+        direct = special.betainccinv(k[inside] + 1, trials - k[inside], levels[inside])
+        direct = np.nan_to_num(direct, nan=1.0)
+        # Rounded up, so that rounding never makes the limit smaller than it is.
+        limit = np.where(direct < 0.5, direct, 1.0 - below)
+        out[inside] = np.minimum(1.0, np.nextafter(limit, 2.0))
     return out
 
 

@@ -342,6 +342,7 @@ def _gdp_from_rates(tpr: float, fpr: float, alpha: float, delta: float) -> GDPFr
         return GDPFromRates(math.inf, math.inf, math.inf)
     # Annamalai & De Cristofaro (2024): ε = log((TPR − δ)/FPR) > 0 here; never |μ|: gdp_mu's root
     # is positive by construction.
-    epsilon = math.log((tpr - delta) / fpr)
+    # As a difference of logarithms: the ratio overflows for a subnormal FPR (below ~5.6e-309).
+    epsilon = math.log(tpr - delta) - math.log(fpr)
     mu = _gdp_mu(epsilon, delta)
     return GDPFromRates(epsilon, mu, _gdp_to_rdp(mu, alpha))

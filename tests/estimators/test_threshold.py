@@ -372,3 +372,19 @@ def test_every_estimator_accepts_a_numpy_generator_reproducibly():
         first = make(np.random.default_rng(0)).fit(X, Y)
         second = make(np.random.default_rng(0)).fit(X, Y)
         assert (first.divergence_, first.lower_bound_) == (second.divergence_, second.lower_bound_)
+
+
+def test_gdp_from_rates_at_a_subnormal_false_positive_rate_is_finite():
+    """Bug: ε was log of the ratio (TPR − δ)/FPR, which overflows for FPR below ~5.6e-309, and
+    the μ search then failed ("could not bracket mu"), although ε = 744.44 is finite. μ is
+    checked by its defining property, Dong, Roth & Su's δ(ε) at μ equal to δ (e^ε Φ(·) taken
+    in logs, as e^744 overflows), to 1e-6 relative: μ is solved to about 1e-12, and δ(ε) moves
+    by about μ/2 ≈ 17 times μ's relative error there."""
+    epsilon, delta = math.log(1.0 - 1e-5) - math.log(5e-324), 1e-5
+    result = gdp_from_rates(1.0, 5e-324, 2.0, delta)
+    assert result.epsilon == pytest.approx(epsilon, rel=1e-15)
+    mu = result.mu
+    at_mu = stats.norm.cdf(-epsilon / mu + mu / 2) - math.exp(
+        epsilon + stats.norm.logcdf(-epsilon / mu - mu / 2)
+    )
+    assert at_mu == pytest.approx(delta, rel=1e-6)

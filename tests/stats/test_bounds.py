@@ -204,6 +204,20 @@ def test_clopper_pearson_limits_stay_valid_at_the_smallest_levels(level, recwarn
     assert upper[0] < 1.0 and lower[n] > 0.0
 
 
+@pytest.mark.parametrize("k, n", [(0, 10**12), (1, 10**16), (10, 10**17), (1, 2**62)])
+def test_clopper_pearson_upper_limit_is_a_bound_where_it_is_tiny(k, n):
+    """Bug: the upper limit was computed as 1 − (a quantile near 1), which cancels where the
+    limit is below about 1e-12: for k = 1 of n = 1e16 it was 4.44e-16 where the exact limit
+    is 4.74e-16, so P(Bin(n, limit) <= k) was 0.064 at level 0.05, not a bound (and 5e-324 for
+    n = 2**62, an accepted trial count). Tolerance: the limits are accurate to ~1e-15 relative,
+    which moves the tail by about k·n·limit times that, far below 1e-9 of the level."""
+    level = 0.05
+    upper = bounds.clopper_pearson_upper_bound(k, n, level)
+    tail = stats.binom.cdf(k, n, upper)
+    assert tail <= level * (1 + 1e-9)
+    assert tail >= level * (1 - 1e-6)  # and not conservative by much: the exact limit
+
+
 def test_markov_lower_bound_coverage():
     # Exponential(1) variables: heavy enough that only Markov applies without an upper bound.
     rng = np.random.default_rng(8)
