@@ -79,12 +79,12 @@ def _print_report(report: dict, as_json: bool) -> None:
 def _cmd_quickstart(args) -> int:
     from rdpest import DVRenyiEstimator
     from rdpest.datasets import MAX_SAMPLES, make_renyi_pair
-    from rdpest.utils.validation import check_alpha, check_positive
+    from rdpest.utils.validation import check_estimation_alpha, check_positive
 
     # Usage errors naming the flags (status 2), as for the other commands, not the library's
     # messages about parameters the user never named (alpha, n_samples, "X has 4 samples").
     try:
-        check_alpha(args.alpha, "--alpha")
+        check_estimation_alpha(args.alpha, "--alpha")
         check_positive(args.divergence, "--divergence", allow_zero=True)
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
@@ -111,10 +111,15 @@ def _check_order_and_level(args) -> None:
     ``--membership-delta``, (for ``estimate``) ``--privacy-loss-bound`` in range, or a usage
     error naming the flag, before any file is read (as ``rdpest audit`` does for its
     settings)."""
-    from rdpest.utils.validation import check_alpha, check_beta, check_open_unit, check_positive
+    from rdpest.utils.validation import (
+        check_beta,
+        check_estimation_alpha,
+        check_open_unit,
+        check_positive,
+    )
 
     checks = [
-        ("alpha", "--alpha", check_alpha),
+        ("alpha", "--alpha", check_estimation_alpha),
         ("beta", "--beta", check_beta),
     ]
     if hasattr(args, "claimed_epsilon"):

@@ -135,6 +135,9 @@ def test_a_seed_out_of_range_is_a_usage_error_naming_the_flag(tmp_path, capsys, 
         (["estimate", "--alpha", "1"], "--alpha must be > 1"),
         (["estimate", "--beta", "1.5"], "--beta must"),
         (["evaluate", "--claim", "1", "--alpha", "0.5"], "--alpha must be > 1"),
+        # an order so close to 1 that no bound at it is trustworthy in double precision
+        (["estimate", "--alpha", "1.0000000001"], "--alpha must be at least 1 + 1e-06"),
+        (["evaluate", "--claim", "1", "--alpha", "1.0000000001"], "at least 1 + 1e-06"),
         (["evaluate", "--claim", "1", "--alpha", "2", "--beta", "0"], "--beta must"),
         # status 1 after reading both files, naming the Python parameter membership_delta
         (
@@ -176,6 +179,7 @@ def test_estimate_and_evaluate_refuse_alpha_and_beta_out_of_range_as_usage_error
     ("flags", "needle"),
     [
         (["--alpha", "1"], "--alpha must be > 1"),
+        (["--alpha", "1.0000000001"], "--alpha must be at least 1 + 1e-06"),
         (["--alpha", "inf"], "--alpha must be finite"),
         (["--divergence", "-1"], "--divergence must be >= 0"),
         (["--divergence", "nan"], "--divergence must be finite"),

@@ -354,6 +354,7 @@ def test_a_refused_audit_leaves_no_empty_folder(tmp_path, capsys):
     "flags, message",
     [
         (["--alpha", "1"], "--alpha must be > 1"),
+        (["--alpha", "1.0000000001"], "--alpha must be at least 1 + 1e-06"),
         (["--beta", "1.5"], "--beta must lie strictly between 0 and 1"),
         (["--sample-rate", "0"], "--sample-rate must lie in (0, 1]"),
         (["--learning-rate", "-1"], "--learning-rate must be > 0"),

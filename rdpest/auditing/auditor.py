@@ -53,7 +53,7 @@ from rdpest.auditing.scores import checked_scores
 from rdpest.auditing.sequential import round_sizes
 from rdpest.auditing.store import RunStore
 from rdpest.estimators.base import RenyiEstimatorBase
-from rdpest.utils.validation import check_alpha, check_beta, check_open_unit, check_real
+from rdpest.utils.validation import check_beta, check_estimation_alpha, check_open_unit, check_real
 
 __all__ = [
     "AUDIT_SETTINGS",
@@ -132,7 +132,7 @@ def check_audit_settings(
     claimed = check_real(claimed_epsilon, "claimed_epsilon")
     if claimed < 0:
         raise ValueError(f"claimed_epsilon must be >= 0, got {claimed}")
-    check_alpha(alpha)
+    check_estimation_alpha(alpha)
     check_beta(beta)
     check_open_unit(membership_delta, "membership_delta")
     for value, name in ((n_runs, "n_runs"), (random_state, "random_state")):

@@ -55,7 +55,7 @@ def evaluate(
     claimed_epsilon : float
         The ε_α claimed at order ``alpha`` (>= 0).
     alpha : float
-        The Rényi order of the claim (> 1).
+        The Rényi order of the claim (>= 1 + 1e-6).
     beta : float, default=0.05
         A false "violation" verdict has probability at most beta; the certified estimators share
         it (β/k each), exactly as in an audit.

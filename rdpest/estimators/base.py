@@ -28,7 +28,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from rdpest.estimators.results import DirectionResult
-from rdpest.utils.validation import MAX_ALPHA, MIN_BETA, check_int, seed_from_random_state
+from rdpest.utils.validation import (
+    MAX_ALPHA,
+    MIN_BETA,
+    check_estimation_alpha,
+    check_int,
+    seed_from_random_state,
+)
 
 __all__ = ["DirectionResult", "RenyiEstimatorBase"]
 
@@ -127,6 +133,7 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         n_p = check_int(n_p, "n_p", minimum=1)
         n_q = check_int(n_q, "n_q", minimum=1)
         self._validate_params()
+        check_estimation_alpha(self.alpha)
         self._check_params()
         if not self.will_be_certified():
             return 0.0
@@ -326,6 +333,7 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
 
     def _fit(self, X, Y):
         self._validate_params()
+        check_estimation_alpha(self.alpha)
         self._check_params()
         X, Y = self._two_samples(X, Y, "fit")
         P, Q = self._validate_samples(X, Y, reset=True)

@@ -105,7 +105,7 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
     Parameters
     ----------
     alpha : float, default=2.0
-        Rényi order, > 1.
+        Rényi order, >= 1 + 1e-6 (closer orders are refused: no bound there is reliable).
     beta : float, default=0.05
         The lower bound holds with probability at least 1 − beta.
     direction : {"forward", "reverse", "max"}, default="forward"

@@ -57,8 +57,8 @@ from rdpest.stats.threshold_tests import (
     select_threshold,
 )
 from rdpest.utils.validation import (
-    check_alpha,
     check_beta,
+    check_estimation_alpha,
     check_finite_array,
     check_option,
     check_pair,
@@ -110,14 +110,14 @@ def dv_bracket(g_p, g_q, alpha: float) -> float:
     g_p, g_q : array-like of shape (n,)
         Critic values on samples from P and from Q.
     alpha : float
-        Rényi order, > 1.
+        Rényi order, >= 1 + 1e-6 (closer orders are refused: no bound there is reliable).
 
     Examples
     --------
     >>> dv_bracket([0.0, 0.0], [0.0, 0.0, 0.0], alpha=2.0)
     0.0
     """
-    alpha = check_alpha(alpha)
+    alpha = check_estimation_alpha(alpha)
     g_p = check_finite_array(g_p, "g_p")
     g_q = check_finite_array(g_q, "g_q")
     with np.errstate(over="ignore", invalid="ignore"):
@@ -163,7 +163,7 @@ def certified_dv_bracket(
     >>> 0.0 < cert.lower_bound < 1.0  # the truth is alpha * 1**2 / 2 = 1
     True
     """
-    alpha = check_alpha(alpha)
+    alpha = check_estimation_alpha(alpha)
     beta = check_beta(beta)
     g_p = check_finite_array(g_p, "g_p")
     g_q = check_finite_array(g_q, "g_q")
@@ -242,7 +242,7 @@ def select_window(
     >>> lo < hi
     True
     """
-    alpha = check_alpha(alpha)
+    alpha = check_estimation_alpha(alpha)
     beta = check_beta(beta)
     g_p = check_finite_array(g_p, "g_p")
     g_q = check_finite_array(g_q, "g_q")
@@ -324,7 +324,7 @@ def certify_critic(
     _check_region(region)
     if kind != "threshold":
         _check_method(method)
-    alpha = check_alpha(alpha)
+    alpha = check_estimation_alpha(alpha)
     beta = check_beta(beta)
     values = [
         check_finite_array(g, name)

@@ -288,6 +288,12 @@ def _laplace_renyi_divergence(alpha: float, shift: float, scale: float) -> float
             excess += term_a1 - term_a
         excess *= alpha * (alpha - 1.0) / (2.0 * alpha - 1.0)
         return math.log1p(excess) / (alpha - 1.0)
+    if alpha - 1.0 < 0.01 and (alpha - 1.0) * d <= 1.0:
+        # Near α = 1 the log of the moment below lost eps/(α−1) of D's precision; its excess over
+        # 1 is [α·expm1((α−1)d) + (α−1)·expm1(−αd)]/(2α−1) exactly (no cancellation for αd > ½).
+        gamma = alpha - 1.0
+        excess = (alpha * math.expm1(gamma * d) + gamma * math.expm1(-alpha * d)) / (alpha + gamma)
+        return math.log1p(excess) / gamma
     log_moment = np.logaddexp(
         math.log(alpha / (2.0 * alpha - 1.0)) + (alpha - 1.0) * d,
         math.log((alpha - 1.0) / (2.0 * alpha - 1.0)) - alpha * d,

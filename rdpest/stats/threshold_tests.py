@@ -20,8 +20,8 @@ from rdpest.stats.bounds import _clopper_pearson
 from rdpest.stats.divergences import _bernoulli_renyi_divergence
 from rdpest.stats.regions import Certificate, _check_region, _joint_minimum
 from rdpest.utils.validation import (
-    check_alpha,
     check_beta,
+    check_estimation_alpha,
     check_finite_array,
     check_option,
     check_pair,
@@ -136,7 +136,7 @@ def select_threshold(
     >>> side, bound > 0
     ('upper', True)
     """
-    alpha = check_alpha(alpha)
+    alpha = check_estimation_alpha(alpha)
     beta = check_beta(beta)
     region = _check_region(region)
     s_p = np.sort(check_finite_array(s_p, "s_p"))
@@ -217,7 +217,7 @@ def certified_threshold_bound(
     >>> 0.0 < cert.lower_bound < 4.0  # the truth is D_2 = 2 * 2**2 / 2 = 4
     True
     """
-    alpha = check_alpha(alpha)
+    alpha = check_estimation_alpha(alpha)
     beta = check_beta(beta)
     s_p = check_finite_array(s_p, "s_p")
     s_q = check_finite_array(s_q, "s_q")
