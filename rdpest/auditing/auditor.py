@@ -530,8 +530,11 @@ class Auditor:
             result.power["power_target"] = float(self.power_target)
             if result.verdict != "violation" and not self._power_reached(result):
                 shares = self._shares(estimators, level)
-                # Where the power model covers none of the estimators, no number of runs is named.
-                if any(e._power_model_covers_order() for e in shares.values()):
+                # Where the power model covers none of the estimators, no number of runs is named;
+                # nor for scores that one number or a perfect separation explains (power.py).
+                if result.power.get("constant") or result.power.get("separated"):
+                    result.power["runs_needed"] = None
+                elif any(e._power_model_covers_order() for e in shares.values()):
                     result.power["runs_needed"] = runs_needed(
                         shares,
                         float(self.claimed_epsilon),

@@ -29,6 +29,11 @@ Every audit result carries ``power``:
   states; :meth:`rdpest.estimators.base.RenyiEstimatorBase._power_modelled`). They still vote
   in the verdict, but ``detectable_epsilon`` and ``runs_needed`` count only the others, and
   are None where no other can exceed the claim.
+- ``runs_needed`` (an audit with a power target it did not reach): the fewest runs per side, at
+  least the audit's, with which the model detects the target; None where no number can be
+  named: beyond ten million runs, constant scores (no number of runs helps), or perfectly
+  separated scores (the model credits the audit's own runs with the target, which its scores
+  did not certify: the sentence says to run more, without a number).
 """
 
 from __future__ import annotations
@@ -160,6 +165,8 @@ def runs_needed(
         detectable = _detectable(modelled, n, n, claim, alpha)
         return detectable is not None and detectable <= target
 
+    if enough(start):  # never fewer runs than the audit already had
+        return int(start)
     lo, hi = max(1, start // 2), max(2, start)
     while not enough(hi):
         lo, hi = hi, 2 * hi
@@ -228,7 +235,7 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
             f"it (perfect separation, the strongest evidence {n_runs} runs per side can give), "
             f"yet no certified bound exceeds the claimed {eps} = {claimed}: such "
             "scores fit a divergence far above the claim as well as one below it; run more"
-            + shortfall
+            + (shortfall if power.get("runs_needed") is not None else "")
         )
     if verdict == "underpowered":
         return (

@@ -217,7 +217,7 @@ class AuditResult:
         for name, e in self.estimates.items():
             lines.append(
                 f"{name:<16}{e['divergence']:>10.4f}{e['lower_bound']:>13.4f}"
-                f"{1 - e['beta']:>8.3f}  {'yes' if e['certified'] else 'no (assumption)'}"
+                f"{_level_text(e['beta']):>8}  {'yes' if e['certified'] else 'no (assumption)'}"
             )
         if len(self.config.get("rounds_planned", [])) > 1:
             planned = self.config["max_runs"]
@@ -394,7 +394,11 @@ class AuditResult:
         m = self.membership
         member, other = self.losses_with_canary, self.losses_without_canary
         fpr, tpr, _ = roc_curve(*oriented_scores(member, other, m.get("side", "upper")))
-        floor = 0.5 / max(1, other.size)  # log axes: zero rates drawn at half a run
+        at = m.get("tpr_at_fpr", {})
+        xs = [float(k) for k in at]
+        # Log axes: zero rates drawn at half a run, and room for the TPR-at-FPR markers (0.001
+        # lay outside the axes below 500 runs without the canary).
+        floor = min([0.5 / max(1, other.size), *(x / 2 for x in xs)])
         ax.plot(np.maximum(fpr, floor), np.maximum(tpr, floor), label="ROC (all runs)")
         grid = np.geomspace(floor, 1.0, 200)
         ax.plot(grid, grid, color="gray", ls=":", label="chance")
@@ -407,8 +411,6 @@ class AuditResult:
                 ls="--",
                 label=f"certified ε = {eps:.2f} (δ = {delta:g})",
             )
-        at = m.get("tpr_at_fpr", {})
-        xs = [float(k) for k in at]
         ax.scatter(
             xs,
             [max(v, floor) for v in at.values()],
@@ -458,6 +460,14 @@ class AuditResult:
         ax.set_xlim(0.0, 1.15 * max([*finite, 1e-3]))
         ax.set_xlabel(f"D_{self.alpha:g} (grey: not certified)")
         ax.legend(loc="best", fontsize="small")
+
+
+def _level_text(beta: float) -> str:
+    """1 − β to two decimals beyond β's first significant digit (at least three): 0.9995 at
+    β = 0.0005, where three decimals read as certainty (1.000)."""
+    digits = max(3, math.ceil(-math.log10(beta)) + 2) if 0.0 < beta < 1.0 else 3
+    text = f"{1.0 - beta:.{min(digits, 15)}f}"
+    return text[: max(len(text.rstrip("0")), text.index(".") + 4)]
 
 
 def _is_sequence(value) -> bool:

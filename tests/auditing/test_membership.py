@@ -392,3 +392,24 @@ def test_the_summary_says_what_the_claim_allows_and_how_fine_the_fpr_is():
     assert "no false positive" not in line  # 200 certifying runs resolve 1%
     few = evaluate(rng.normal(0, 1, 10), rng.normal(1, 1, 10), 1.0, alpha=2.0, estimators=fast)
     assert "no false positive among the 5 certifying runs without the canary" in few.summary()
+
+
+def test_the_roc_panel_shows_its_markers_and_the_table_its_levels():
+    """Verdict reviewer's findings: with 40 runs without the canary the ROC's x axis began at
+    0.5/40 = 0.0125, so the markers at FPR 0.01 and 0.001 were drawn outside it (the legend
+    still listed them); and at beta = 0.001 (0.0005 per estimator) the level column printed
+    1.000, which reads as certainty."""
+    from matplotlib.figure import Figure
+
+    without, with_ = _scores(2, 1.0, 40)
+    estimators = {
+        "split": BernoulliTPRFPRBaseline(alpha=2.0, random_state=0),
+        "bonferroni": BernoulliTPRFPRBaseline(alpha=2.0, threshold="bonferroni"),
+    }
+    result = evaluate(without, with_, 0.1, alpha=2.0, beta=0.001, estimators=estimators)
+    axes = Figure().subplots(1, 3)
+    result.plot(ax=axes)
+    low, high = axes[2].get_xlim()
+    assert low <= 0.001 and high == 1.0
+    rows = [line for line in result.summary().splitlines() if line.startswith("split")]
+    assert rows and "0.9995" in rows[0] and "1.000" not in rows[0]

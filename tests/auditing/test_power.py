@@ -328,3 +328,52 @@ def test_an_underpowered_verdict_says_how_many_runs_its_power_target_needs():
     assert sentence.endswith("no audit below ten million runs per side detects ε_2 >= 40")
     constant = {"constant": True, "max_certifiable": 3.0, "runs_needed": 150, "power_target": 4.0}
     assert "runs per side" not in power_sentence("underpowered", constant, 60, 2.0, 1.0)
+
+
+def test_runs_needed_is_never_fewer_than_the_runs_an_audit_had():
+    """Verdict reviewer's finding: where the model already credited the audit's own runs with
+    the target, the search bisected below them ("run more ... about 23 runs per side" after
+    30). Such a search now answers with the audit's own number of runs."""
+    from rdpest.auditing import power as audit_power_module
+
+    bernoulli = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, beta=0.05, random_state=0)}
+    assert audit_power_module.runs_needed(bernoulli, 0.5, 2.0, 20.0, start=30) == 30
+    assert audit_power_module.runs_needed(bernoulli, 0.5, 2.0, 20.0, start=10) >= 10
+
+
+def _replayed_audit(with_canary, without_canary, claim):
+    from rdpest.auditing.runs import WITH_CANARY, WITHOUT_CANARY, run_seed
+
+    n = len(with_canary)
+    table = {run_seed(0, WITH_CANARY, i): float(with_canary[i]) for i in range(n)}
+    table.update({run_seed(0, WITHOUT_CANARY, i): float(without_canary[i]) for i in range(n)})
+    estimators = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=0)}
+    return Auditor(
+        lambda include_canary, seed: table[seed],
+        claim,
+        alpha=2.0,
+        n_runs=n,
+        power_target=20.0,
+        estimators=estimators,
+        progress=False,
+    ).run()
+
+
+def test_constant_or_separated_scores_name_no_number_of_runs():
+    """Verdict reviewer's finding: constant scores ("no number of runs could show a divergence")
+    carried runs_needed 206 after 400 runs, and perfectly separated ones printed "run more; ...
+    it would need about 23 runs per side" after 30: the power model already credits such runs
+    with the target, so it cannot size the audit. runs_needed is None; separated scores still
+    say "run more"."""
+    rng = np.random.default_rng(22)
+    without = rng.normal(size=30)
+    with_ = rng.normal(size=30)
+    with_ = with_ - with_.min() + without.max() + 1e-9
+    separated = _replayed_audit(with_, without, 0.5)
+    assert separated.verdict == "underpowered" and separated.power["separated"]
+    assert separated.power["runs_needed"] is None
+    assert separated.verdict_sentence().endswith("below it; run more")
+    constant = _replayed_audit(np.zeros(40), np.zeros(40), 1.0)
+    assert constant.verdict == "underpowered" and constant.power["constant"]
+    assert constant.power["runs_needed"] is None
+    assert "runs per side" not in constant.verdict_sentence()
