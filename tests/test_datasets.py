@@ -9,15 +9,16 @@ from scipy import stats
 
 from rdpest import datasets
 from rdpest.stats import divergences as dv
+from rdpest.stats import family_divergences as fam
 
 ONE_D_FAMILIES = [f for f in datasets.FAMILIES if f != "multivariate_gaussian"]
 
 NEW_FAMILIES = {
-    "student_t_shift": lambda a, p: dv._student_t_shift_renyi_divergence(a, p["shift"], p["df"]),
-    "exponential_rate": lambda a, p: dv._exponential_rate_renyi_divergence(a, p["rate"]),
-    "gaussian_mixture": lambda a, p: dv._gaussian_mixture_renyi_divergence(a, p["mean"]),
-    "laplace_scale": lambda a, p: dv._laplace_scale_renyi_divergence(a, p["scale"]),
-    "poisson_rate": lambda a, p: dv._poisson_rate_renyi_divergence(a, p["rate"]),
+    "student_t_shift": lambda a, p: fam._student_t_shift_renyi_divergence(a, p["shift"], p["df"]),
+    "exponential_rate": lambda a, p: fam._exponential_rate_renyi_divergence(a, p["rate"]),
+    "gaussian_mixture": lambda a, p: fam._gaussian_mixture_renyi_divergence(a, p["mean"]),
+    "laplace_scale": lambda a, p: fam._laplace_scale_renyi_divergence(a, p["scale"]),
+    "poisson_rate": lambda a, p: fam._poisson_rate_renyi_divergence(a, p["rate"]),
 }
 
 # (alpha, divergence) targets every family must reach; gaussian_scale is limited near its

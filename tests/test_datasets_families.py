@@ -18,7 +18,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from rdpest import datasets
-from rdpest.stats import divergences as dv
+from rdpest.stats import family_divergences as fam
 
 NEW = ("student_t_shift", "exponential_rate", "gaussian_mixture", "laplace_scale", "poisson_rate")
 ALPHAS = (1.25, 2.0, 4.0, 8.0)
@@ -26,14 +26,14 @@ ALPHAS = (1.25, 2.0, 4.0, 8.0)
 
 def _truth(family, alpha, params):
     if family == "student_t_shift":
-        return dv._student_t_shift_renyi_divergence(alpha, params["shift"], params["df"])
+        return fam._student_t_shift_renyi_divergence(alpha, params["shift"], params["df"])
     if family == "exponential_rate":
-        return dv._exponential_rate_renyi_divergence(alpha, params["rate"])
+        return fam._exponential_rate_renyi_divergence(alpha, params["rate"])
     if family == "gaussian_mixture":
-        return dv._gaussian_mixture_renyi_divergence(alpha, params["mean"])
+        return fam._gaussian_mixture_renyi_divergence(alpha, params["mean"])
     if family == "laplace_scale":
-        return dv._laplace_scale_renyi_divergence(alpha, params["scale"])
-    return dv._poisson_rate_renyi_divergence(alpha, params["rate"])
+        return fam._laplace_scale_renyi_divergence(alpha, params["scale"])
+    return fam._poisson_rate_renyi_divergence(alpha, params["rate"])
 
 
 def _laws(family, params):
@@ -122,7 +122,7 @@ QUAD_REL = 1e-8
 def test_exponential_closed_form_matches_quadrature(alpha, rate):
     P, Q = stats.expon(scale=1 / rate), stats.expon()
     reference = _plain_quadrature(alpha, P.logpdf, Q.logpdf, [0.0, 1.0, 50.0, np.inf])
-    assert dv._exponential_rate_renyi_divergence(alpha, rate) == pytest.approx(
+    assert fam._exponential_rate_renyi_divergence(alpha, rate) == pytest.approx(
         reference, rel=QUAD_REL
     )
 
@@ -146,15 +146,15 @@ def test_laplace_scale_closed_form_matches_quadrature_and_its_boundary(alpha):
         edges = [0.0, 1.0, 10.0, 60.0 / decay]
         reference = _plain_quadrature(alpha, log_p, log_q, sorted(set(edges)))
         reference += math.log(2.0) / (alpha - 1)
-        assert dv._laplace_scale_renyi_divergence(alpha, scale) == pytest.approx(
+        assert fam._laplace_scale_renyi_divergence(alpha, scale) == pytest.approx(
             reference, rel=QUAD_REL
         )
         # |X| ~ Exp(rate 1/b): the same divergence as the exponential family at λ = 1/b.
-        assert dv._laplace_scale_renyi_divergence(alpha, scale) == pytest.approx(
-            dv._exponential_rate_renyi_divergence(alpha, 1.0 / scale), rel=1e-12
+        assert fam._laplace_scale_renyi_divergence(alpha, scale) == pytest.approx(
+            fam._exponential_rate_renyi_divergence(alpha, 1.0 / scale), rel=1e-12
         )
     # At and beyond b = α/(α−1) the integral diverges.
-    assert dv._laplace_scale_renyi_divergence(alpha, boundary * 1.001) == math.inf
+    assert fam._laplace_scale_renyi_divergence(alpha, boundary * 1.001) == math.inf
 
 
 @pytest.mark.parametrize("alpha", [32.01, 64.0, 256.0, 1e4])
@@ -172,7 +172,7 @@ def test_poisson_rate_solves_at_orders_above_32(alpha, divergence):
         lam, a = decimal.Decimal(rate), decimal.Decimal(alpha)
         exact = ((a * lam.ln()).exp() - a * lam + a - 1) / (a - 1)
     assert float(exact) == pytest.approx(divergence, rel=1e-9)
-    assert dv._poisson_rate_renyi_divergence(alpha, 2.0**32) == math.inf  # beyond double range
+    assert fam._poisson_rate_renyi_divergence(alpha, 2.0**32) == math.inf  # beyond double range
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)
@@ -184,7 +184,7 @@ def test_poisson_closed_form_matches_the_direct_series(alpha, rate):
     k = np.arange(top + 1)
     terms = alpha * stats.poisson(rate).logpmf(k) + (1 - alpha) * stats.poisson(1).logpmf(k)
     reference = special.logsumexp(terms) / (alpha - 1)
-    assert dv._poisson_rate_renyi_divergence(alpha, rate) == pytest.approx(reference, rel=1e-10)
+    assert fam._poisson_rate_renyi_divergence(alpha, rate) == pytest.approx(reference, rel=1e-10)
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)
@@ -200,7 +200,7 @@ def test_student_t_quadrature_matches_plain_quadrature(alpha, df, shift):
     assert log_t(0.7) == pytest.approx(stats.t(df).logpdf(0.7), rel=1e-13)
     edges = [-np.inf, -100.0, 0.0, shift, alpha * shift + 10, 1e4, np.inf]
     reference = _plain_quadrature(alpha, lambda x: log_t(x - shift), log_t, edges)
-    assert dv._student_t_shift_renyi_divergence(alpha, shift, df) == pytest.approx(
+    assert fam._student_t_shift_renyi_divergence(alpha, shift, df) == pytest.approx(
         reference, rel=QUAD_REL
     )
 
@@ -218,7 +218,7 @@ def _mixture_closed_form(alpha: int, mean: float) -> float:
 @pytest.mark.parametrize("mean", [0.05, 0.5, 1.5, 4.0])
 def test_gaussian_mixture_quadrature_matches_the_integer_order_closed_form(alpha, mean):
     # The closed form loses about 1e-16/μ² relative to cancellation (1e-13 at μ = 0.05).
-    assert dv._gaussian_mixture_renyi_divergence(float(alpha), mean) == pytest.approx(
+    assert fam._gaussian_mixture_renyi_divergence(float(alpha), mean) == pytest.approx(
         _mixture_closed_form(alpha, mean), rel=1e-9
     )
 
@@ -230,7 +230,7 @@ def test_gaussian_mixture_quadrature_at_a_fractional_order():
         return np.logaddexp(stats.norm.logpdf(x, -mean), stats.norm.logpdf(x, mean)) - math.log(2)
 
     reference = _plain_quadrature(alpha, log_p, stats.norm.logpdf, [-np.inf, -3, 0, 3, np.inf])
-    assert dv._gaussian_mixture_renyi_divergence(alpha, mean) == pytest.approx(
+    assert fam._gaussian_mixture_renyi_divergence(alpha, mean) == pytest.approx(
         reference, rel=QUAD_REL
     )
 

@@ -15,15 +15,17 @@ import numpy as np
 from scipy import optimize
 
 from rdpest.stats.divergences import (
-    _exponential_rate_renyi_divergence,
-    _gaussian_mixture_renyi_divergence,
     _gaussian_renyi_divergence,
     _laplace_renyi_divergence,
+    _subsampled_gaussian_renyi_divergence,
+    multivariate_gaussian_renyi_divergence,
+)
+from rdpest.stats.family_divergences import (
+    _exponential_rate_renyi_divergence,
+    _gaussian_mixture_renyi_divergence,
     _laplace_scale_renyi_divergence,
     _poisson_rate_renyi_divergence,
     _student_t_shift_renyi_divergence,
-    _subsampled_gaussian_renyi_divergence,
-    multivariate_gaussian_renyi_divergence,
 )
 from rdpest.utils.validation import check_positive, check_probability, check_real
 

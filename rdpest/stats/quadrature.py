@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import integrate
+from scipy import integrate, special
 
 from rdpest.utils.validation import check_alpha, check_finite_array, check_real, finite_result
 
@@ -514,3 +514,22 @@ def _log_excess_moment_real_line(
             total += piece
             abserr += piece_err
     return _checked_log_total(h_max, total, abserr)
+
+
+def _sampled_gaussian_log_moment(alpha: int, q: float, sigma: float) -> float:
+    """log E_Q[(p/q)^α] of the sampled Gaussian mechanism for an integer α, by the binomial sum
+    of Mironov, Talwar & Zhang (2019), "Rényi Differential Privacy of the Sampled Gaussian
+    Mechanism", Sec. 3.3: E = Σ_k C(α, k) (1−q)^{α−k} q^k exp((k² − k)/(2σ²)), all terms
+    positive, summed in log space (exact for any σ, where the quadrature cannot resolve a peak
+    of width σ). For 0 < q < 1."""
+    k = np.arange(alpha + 1, dtype=np.float64)
+    log_binomial = (
+        special.gammaln(alpha + 1.0) - special.gammaln(k + 1.0) - special.gammaln(alpha - k + 1.0)
+    )
+    log_terms = (
+        log_binomial
+        + (alpha - k) * math.log1p(-q)
+        + k * math.log(q)
+        + (k * k - k) / (2.0 * sigma**2)
+    )
+    return float(special.logsumexp(log_terms))

@@ -12,7 +12,9 @@ from opacus.accountants.analysis.rdp import compute_rdp
 from scipy import integrate, special
 
 from rdpest import datasets
+from rdpest.stats import conversions
 from rdpest.stats import divergences as dv
+from rdpest.stats import family_divergences as fam
 
 ALPHAS = [1.01, 1.25, 2.0, 8.0]
 # Closed forms and quadrature are both accurate to ~1e-12; the required agreement is 1e-6.
@@ -658,7 +660,7 @@ def test_poisson_series_at_extreme_orders_against_mpmath(alpha, rate):
     mpmath.mp.dps = 40
     a, u = mpmath.mpf(alpha), mpmath.log(mpmath.mpf(rate))
     exact = float((mpmath.expm1(a * u) - a * mpmath.expm1(u)) / (a - 1))
-    assert dv._poisson_rate_renyi_divergence(alpha, rate) == pytest.approx(exact, rel=1e-9)
+    assert fam._poisson_rate_renyi_divergence(alpha, rate) == pytest.approx(exact, rel=1e-9)
 
 
 def test_poisson_family_at_the_largest_order():
@@ -677,17 +679,17 @@ def test_closed_forms_near_p_equals_q_against_mpmath(alpha, v):
     a, lam = mpmath.mpf(alpha), 1 + mpmath.mpf(v)
     exponential = (a * mpmath.log(lam) - mpmath.log(a * lam + 1 - a)) / (a - 1)
     poisson = (lam**a - a * lam + a - 1) / (a - 1)
-    assert dv._exponential_rate_renyi_divergence(alpha, 1 + v) == pytest.approx(
+    assert fam._exponential_rate_renyi_divergence(alpha, 1 + v) == pytest.approx(
         float(exponential), rel=1e-12
     )
-    assert dv._poisson_rate_renyi_divergence(alpha, 1 + v) == pytest.approx(
+    assert fam._poisson_rate_renyi_divergence(alpha, 1 + v) == pytest.approx(
         float(poisson),
         rel=1e-9,  # log(1 + v) of the rounded float 1 + v: 1e-16 / v relative
     )
     scale = 1 + min(v, 0.5 / alpha)  # stay below the boundary α/(α−1)
     b = mpmath.mpf(scale)
     laplace = -mpmath.log(b) - mpmath.log(a - (a - 1) * b) / (a - 1)
-    assert dv._laplace_scale_renyi_divergence(alpha, scale) == pytest.approx(
+    assert fam._laplace_scale_renyi_divergence(alpha, scale) == pytest.approx(
         float(laplace), rel=1e-12
     )
 
@@ -709,13 +711,13 @@ def test_rate_families_near_order_one_against_mpmath(alpha, rate):
     a, lam = mpmath.mpf(alpha), mpmath.mpf(rate)
     u = mpmath.log(lam)
     poisson = (mpmath.expm1(a * u) - a * mpmath.expm1(u)) / (a - 1)
-    got = dv._exponential_rate_renyi_divergence(alpha, rate)
+    got = fam._exponential_rate_renyi_divergence(alpha, rate)
     if a * lam + 1 - a <= 0:  # the integral diverges
         assert got == math.inf
     else:
         exponential = (a * mpmath.log(lam) - mpmath.log(a * lam + 1 - a)) / (a - 1)
         assert got == pytest.approx(float(exponential), rel=1e-13)
-    assert dv._poisson_rate_renyi_divergence(alpha, rate) == pytest.approx(
+    assert fam._poisson_rate_renyi_divergence(alpha, rate) == pytest.approx(
         float(poisson), rel=1e-13
     )
 
@@ -741,7 +743,7 @@ def test_student_t_quadrature_against_mpmath(df, alpha, shift):
     edges = [-mpmath.inf, -10 * (1 + mu), 0, mu / 2, mu, (mu + a * mu) / 2, a * mu]
     edges += [2 * a * mu + 10, 100 * (a * mu + 10), mpmath.inf]
     reference = float(mpmath.log(mpmath.quad(integrand, edges, maxdegree=10)) / (a - 1))
-    assert dv._student_t_shift_renyi_divergence(alpha, shift, df) == pytest.approx(
+    assert fam._student_t_shift_renyi_divergence(alpha, shift, df) == pytest.approx(
         reference, rel=1e-10
     )
 
@@ -798,3 +800,41 @@ def test_subsampled_gaussian_near_order_one_against_mpmath(alpha, direction):
     exact = float(mpmath.log(moment) / (a - 1))
     got = dv.subsampled_gaussian_renyi_divergence(alpha, 0.3, 1.0, direction)
     assert got == pytest.approx(exact, rel=1e-10)
+
+
+@pytest.mark.parametrize("alpha", [2, 8, 64])
+@pytest.mark.parametrize("sigma", [1e-5, 1e-7, 1e-12, 3e-17, 3e-18, 1e-20])
+def test_subsampled_gaussian_at_tiny_noise_is_the_binomial_sum(alpha, sigma):
+    """Bug: below σ ≈ 1e-6 the quadrature could not resolve the integrand's peak of width σ: it
+    raised "math range error" (σ = 1e-7) or returned 0 (σ = 3e-18, a divergence of 1.1e35), and
+    dpsgd_epsilon_alpha then preferred that 0 to Opacus's value, so a noise multiplier solved for
+    ε_2 = 1e36 had a true ε_2 of 1.8e38. Below σ = 1e-4 the binomial sum of Mironov, Talwar &
+    Zhang (2019) is used: against 60-digit mpmath, rel=1e-12 (a log-sum-exp of positive terms)."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 60
+    q, s = mpmath.mpf(0.1), mpmath.mpf(sigma)
+    moment = mpmath.fsum(
+        mpmath.binomial(alpha, k)
+        * (1 - q) ** (alpha - k)
+        * q**k
+        * mpmath.exp((k * k - k) / (2 * s * s))
+        for k in range(alpha + 1)
+    )
+    exact = float(mpmath.log(moment) / (alpha - 1))
+    assert dv.subsampled_gaussian_renyi_divergence(alpha, 0.1, sigma) == pytest.approx(
+        exact, rel=1e-12
+    )
+    assert conversions.dpsgd_epsilon_alpha(sigma, 0.1, 3, alpha) == pytest.approx(
+        3 * exact, rel=1e-9
+    )
+
+
+def test_subsampled_gaussian_at_tiny_noise_refuses_what_it_cannot_compute():
+    """Fractional orders and the reverse direction have no closed form below σ = 1e-4: a
+    ValueError says so (DP-SGD's claim then takes Opacus's value, as for any order the
+    quadrature cannot compute)."""
+    for alpha, direction in ((2.5, "forward"), (2.0, "reverse")):
+        with pytest.raises(ValueError, match="only the forward direction at an integer alpha"):
+            dv.subsampled_gaussian_renyi_divergence(alpha, 0.1, 1e-10, direction)
+    claim = conversions.dpsgd_epsilon_alpha(1e-10, 0.1, 1, 2.5)
+    assert claim == pytest.approx(2.5 / (2 * 1e-20), rel=1e-6)  # α/(2σ²) + α·log q/(α−1)
