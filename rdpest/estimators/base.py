@@ -290,9 +290,13 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         needed = int(self.min_samples_per_side())
         for arr, name in ((P, "X"), (Q, "Y")):
             if reset and arr.shape[0] < needed:
+                # A row of many values is more likely one sample laid out as a row than many
+                # features: say so (a user passing X[None, :] read only "X has 1 samples").
+                row = f" (shape {arr.shape}: pass one-dimensional values as a 1-D array)"
                 raise ValueError(
                     f"{name} has {arr.shape[0]} samples; {type(self).__name__} with these "
                     f"parameters needs at least {needed} per sample"
+                    + (row if arr.shape[1] >= needed else "")
                 )
         return P, Q
 

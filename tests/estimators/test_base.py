@@ -122,3 +122,15 @@ def test_the_estimate_is_never_below_the_certified_bound():
                 assert est.certified_ and est.divergence_ >= est.lower_bound_
                 for result in est.directions_.values():
                     assert result.divergence >= result.lower_bound
+
+
+def test_one_sample_given_as_a_row_is_named_as_such():
+    """Docs reviewer's finding: X[None, :] (300 values as one row) was refused with "X has 1
+    samples" only; the message now names the shape and the fix. Too few rows of genuinely
+    multivariate data keep the plain message."""
+    rng = np.random.default_rng(0)
+    row_p, row_q = rng.normal(1, 1, (1, 300)), rng.normal(0, 1, (1, 300))
+    with pytest.raises(ValueError, match=r"X has 1 samples.*shape \(1, 300\).*as a 1-D array"):
+        BernoulliTPRFPRBaseline(random_state=0).fit(row_p, row_q)
+    with pytest.raises(ValueError, match=r"needs at least \d+ per sample$"):
+        BernoulliTPRFPRBaseline(random_state=0).fit(np.ones((1, 2)), np.zeros((1, 2)))
