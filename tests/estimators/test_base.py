@@ -132,5 +132,5 @@ def test_one_sample_given_as_a_row_is_named_as_such():
     row_p, row_q = rng.normal(1, 1, (1, 300)), rng.normal(0, 1, (1, 300))
     with pytest.raises(ValueError, match=r"X has 1 samples.*shape \(1, 300\).*as a 1-D array"):
         BernoulliTPRFPRBaseline(random_state=0).fit(row_p, row_q)
-    with pytest.raises(ValueError, match=r"needs at least \d+ per sample$"):
-        BernoulliTPRFPRBaseline(random_state=0).fit(np.ones((1, 2)), np.zeros((1, 2)))
+    with pytest.raises(ValueError, match=r"needs at least 5 per sample$"):
+        DVRenyiEstimator(random_state=0).fit(np.ones((2, 3)), np.zeros((2, 3)))
