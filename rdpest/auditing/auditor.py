@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 from rdpest.auditing.analyses import earlier_analyses, retest_message, settings_text
 from rdpest.auditing.identity import score_fn_identity
 from rdpest.auditing.membership import MEMBERSHIP_DELTA, membership_readouts
-from rdpest.auditing.power import audit_power, runs_needed, verdict_of
+from rdpest.auditing.power import audit_power, runs_needed, unsized, verdict_of
 from rdpest.auditing.result import AuditResult, provenance
 from rdpest.auditing.runs import (
     WITH_CANARY,
@@ -532,7 +532,7 @@ class Auditor:
                 shares = self._shares(estimators, level)
                 # Where the power model covers none of the estimators, no number of runs is named;
                 # nor for scores that one number or a perfect separation explains (power.py).
-                if result.power.get("constant") or result.power.get("separated"):
+                if unsized(result.power, float(self.claimed_epsilon)):
                     result.power["runs_needed"] = None
                 elif any(e._power_model_covers_order() for e in shares.values()):
                     result.power["runs_needed"] = runs_needed(

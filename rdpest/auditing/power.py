@@ -32,8 +32,9 @@ Every audit result carries ``power``:
 - ``runs_needed`` (an audit with a power target it did not reach): the fewest runs per side, at
   least the audit's, with which the model detects the target; None where no number can be
   named: beyond ten million runs, constant scores (no number of runs helps), or perfectly
-  separated scores (the model credits the audit's own runs with the target, which its scores
-  did not certify: the sentence says to run more, without a number).
+  separated scores below a ceiling above the claim (the model credits the audit's own runs with
+  the target, which its scores did not certify: the sentence says to run more, without a
+  number); :func:`unsized`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ __all__ = [
     "audit_power",
     "power_sentence",
     "runs_needed",
+    "unsized",
     "verdict_of",
     "violation_probability",
 ]
@@ -133,8 +135,10 @@ def violation_probability(
         designs = est._power_designs(n_with, n_without)
         p = 0.0
         if designs["threshold"] is not None:
-            n_p, n_q, level_p, level_q = designs["threshold"]
-            p = threshold_power(divergence, n_p, n_q, alpha, level_p, level_q, claim)
+            n_p, n_q, level_p, level_q, *training = designs["threshold"]
+            p = threshold_power(
+                divergence, n_p, n_q, alpha, level_p, level_q, claim, training=training or None
+            )
         if designs["bracket"] is not None:
             n_p, n_q, level, method, bound = designs["bracket"]
             p = max(p, bracket_power(divergence, n_p, n_q, alpha, level, claim, method, bound))
@@ -176,6 +180,15 @@ def runs_needed(
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if enough(mid) else (mid, hi)
     return int(hi)
+
+
+def unsized(power: dict, claim: float) -> bool:
+    """Whether no number of runs is named for these scores (``runs_needed`` None): constant
+    scores, or perfectly separated ones although the audit's ceiling exceeds the claim (the
+    model already credits its runs with the target). Separated scores below the ceiling are
+    sized as any: more runs raise the ceiling."""
+    separated = power.get("separated", False) and power.get("max_certifiable", 0.0) > claim
+    return bool(power.get("constant", False) or separated)
 
 
 def claim_text(claim: float) -> str:

@@ -276,7 +276,15 @@ class BernoulliTPRFPRBaseline(RenyiEstimatorBase):
         return float(_bernoulli_renyi_divergence(float(self.alpha), tpr_lo, fpr_hi))
 
     def _power_designs_direction(self, n_p: int, n_q: int, beta: float) -> dict:
-        return {"threshold": self._certifying_design(n_p, n_q, beta), "bracket": None}
+        design = self._certifying_design(n_p, n_q, beta)
+        if (
+            design is not None
+            and self.threshold == "split"
+            and min(n_p - design[0], n_q - design[1]) >= 1
+        ):
+            # the threshold is the one the training split (the other rows) certifies best
+            design = (*design, n_p - design[0], n_q - design[1])
+        return {"threshold": design, "bracket": None}
 
     # ------------------------------------------------------------------ fitting
     def _start_fit(self) -> None:
