@@ -465,6 +465,8 @@ class AuditResult:
 def _level_text(beta: float) -> str:
     """1 − β to two decimals beyond β's first significant digit (at least three): 0.9995 at
     β = 0.0005, where three decimals read as certainty (1.000)."""
+    if 0.0 < beta < 1e-5:  # more digits would overflow the column (and round to 1 below 5e-16)
+        return f"1-{beta:.0e}"
     digits = max(3, math.ceil(-math.log10(beta)) + 2) if 0.0 < beta < 1.0 else 3
     text = f"{1.0 - beta:.{min(digits, 15)}f}"
     return text[: max(len(text.rstrip("0")), text.index(".") + 4)]

@@ -389,6 +389,11 @@ def mean_upper_bounds(
     return _mean_uppers(x, levels, lower, upper, method, design_level)
 
 
+# The relative margin by which each Clopper–Pearson limit is moved outwards (ten times the
+# accuracy of scipy's incomplete-beta inverses at extreme n; see _clopper_pearson).
+_CP_MARGIN = 1e-8
+
+
 def _clopper_pearson(successes, trials: int, levels, side: str) -> np.ndarray:
     """Clopper–Pearson limits (Clopper & Pearson 1934), vectorised and unchecked.
 
@@ -403,25 +408,32 @@ def _clopper_pearson(successes, trials: int, levels, side: str) -> np.ndarray:
     # The quantiles are computed by scipy.special's inverses of the regularised incomplete beta
     # function, never through 1 − level (it rounds to 1 below 1e-16), nor by stats.beta.ppf
     # (its root finder stopped short below about 1e-90, returning lower limits whose tail
-    # exceeded the level up to 4e7-fold). The upper limit comes from betainccinv (the
-    # upper-tail inverse) below 1/2, where it keeps its relative precision (4.7e-16 for k = 1
-    # of n = 1e16, which 1 − (1 − limit) rounded to 4.4e-16, not a bound), and above 1/2 by the
-    # symmetry of the beta law, as 1 − the ``level`` quantile of Beta(n − k, k + 1).
+    # exceeded the level up to 4e7-fold). Each limit is computed directly where it is below 1/2
+    # and as 1 − its complement (by the symmetry of the beta law) above, so that neither side
+    # cancels: 1 − (1 − limit) rounded 4.7e-16 (k = 1 of n = 1e16) to 4.4e-16, not a bound, and
+    # a lower limit near 1 taken directly lost its last digits the same way. The inverses are
+    # accurate to about 1e-9 relative at extreme n (an upper limit at n = 1e9 had a tail 1.6e-8
+    # above its level): each is moved outwards by _CP_MARGIN (relative) and one float.
     # Below about 1e-200 the inverses can return NaN: read as the trivial limit (0 or 1).
     if side == "lower":
         out = np.zeros(k.shape)
         inside = k > 0
-        limit = special.betaincinv(k[inside], trials - k[inside] + 1, levels[inside])
-        out[inside] = np.nan_to_num(limit, nan=0.0)
+        n_k, lv = trials - k[inside], levels[inside]
+        direct = np.nan_to_num(special.betaincinv(k[inside], n_k + 1, lv), nan=0.0)
+        complement = np.nan_to_num(special.betainccinv(n_k + 1, k[inside], lv), nan=1.0)
+        limit = np.where(
+            direct <= 0.5, direct * (1.0 - _CP_MARGIN), 1.0 - complement * (1.0 + _CP_MARGIN)
+        )
+        out[inside] = np.maximum(0.0, np.nextafter(limit, -1.0))
     else:
         out = np.ones(k.shape)
         inside = k < trials
-        below = special.betaincinv(trials - k[inside], k[inside] + 1, levels[inside])
-        below = np.nan_to_num(below, nan=0.0)
-        direct = special.betainccinv(k[inside] + 1, trials - k[inside], levels[inside])
-        direct = np.nan_to_num(direct, nan=1.0)
-        # Rounded up, so that rounding never makes the limit smaller than it is.
-        limit = np.where(direct < 0.5, direct, 1.0 - below)
+        n_k, lv = trials - k[inside], levels[inside]
+        direct = np.nan_to_num(special.betainccinv(k[inside] + 1, n_k, lv), nan=1.0)
+        complement = np.nan_to_num(special.betaincinv(n_k, k[inside] + 1, lv), nan=0.0)
+        limit = np.where(
+            direct < 0.5, direct * (1.0 + _CP_MARGIN), 1.0 - complement * (1.0 - _CP_MARGIN)
+        )
         out[inside] = np.minimum(1.0, np.nextafter(limit, 2.0))
     return out
 

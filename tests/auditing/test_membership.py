@@ -413,3 +413,9 @@ def test_the_roc_panel_shows_its_markers_and_the_table_its_levels():
     assert low <= 0.001 and high == 1.0
     rows = [line for line in result.summary().splitlines() if line.startswith("split")]
     assert rows and "0.9995" in rows[0] and "1.000" not in rows[0]
+    # Diff reviewer's finding: below 5e-16 the level printed 1.000 again, and from 1e-6 down
+    # it overflowed the 8-character column.
+    from rdpest.auditing.result import _level_text
+
+    for beta, text in ((1e-9, "1-1e-09"), (4e-16, "1-4e-16"), (1e-100, "1-1e-100")):
+        assert _level_text(beta) == text and len(text) <= 8

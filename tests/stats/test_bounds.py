@@ -139,9 +139,13 @@ def test_clopper_pearson_exact_coverage(n, p):
 
 def test_clopper_pearson_matches_scipy_binomtest():
     # scipy's two-sided exact interval at level 1 - 2 beta has one-sided beta tails.
+    # Tolerance: rdpest moves each limit outwards by bounds._CP_MARGIN (1e-8 relative) and one
+    # float, so it is the exact limit to 2e-8 and never inside it.
     ci = stats.binomtest(37, 120).proportion_ci(confidence_level=1 - 2 * BETA, method="exact")
-    assert bounds.clopper_pearson_lower_bound(37, 120, BETA) == pytest.approx(ci.low, rel=1e-10)
-    assert bounds.clopper_pearson_upper_bound(37, 120, BETA) == pytest.approx(ci.high, rel=1e-10)
+    lower = bounds.clopper_pearson_lower_bound(37, 120, BETA)
+    upper = bounds.clopper_pearson_upper_bound(37, 120, BETA)
+    assert lower == pytest.approx(ci.low, rel=2e-8) and lower <= ci.low
+    assert upper == pytest.approx(ci.high, rel=2e-8) and upper >= ci.high
 
 
 def test_clopper_pearson_kernel_matches_one_sided_binomtest():
@@ -158,8 +162,9 @@ def test_clopper_pearson_kernel_matches_one_sided_binomtest():
                 less = stats.binomtest(int(i), n, alternative="less")
                 lo = greater.proportion_ci(confidence_level=1 - beta, method="exact").low
                 hi = less.proportion_ci(confidence_level=1 - beta, method="exact").high
-                assert lower[i] == pytest.approx(lo, rel=1e-12, abs=1e-12)
-                assert upper[i] == pytest.approx(hi, rel=1e-12, abs=1e-12)
+                # outwards by the kernel's relative margin (1e-8) and one float: see above
+                assert lower[i] == pytest.approx(lo, rel=2e-8, abs=1e-12) and lower[i] <= lo
+                assert upper[i] == pytest.approx(hi, rel=2e-8, abs=1e-12) and upper[i] >= hi
                 assert bounds.clopper_pearson_lower_bound(int(i), n, beta) == lower[i]
                 assert bounds.clopper_pearson_upper_bound(int(i), n, beta) == upper[i]
     # Several levels for one count (the joint confidence region's use), nested in the level.
@@ -216,6 +221,31 @@ def test_clopper_pearson_upper_limit_is_a_bound_where_it_is_tiny(k, n):
     tail = stats.binom.cdf(k, n, upper)
     assert tail <= level * (1 + 1e-9)
     assert tail >= level * (1 - 1e-6)  # and not conservative by much: the exact limit
+
+
+@pytest.mark.parametrize("n", [10**12, 10**14, 10**16])
+@pytest.mark.parametrize("missing", [0, 1])
+@pytest.mark.parametrize("level", [0.05, 1e-5])
+def test_clopper_pearson_lower_limit_is_a_bound_where_it_is_near_one(n, missing, level):
+    """Diff reviewer's finding, the mirror of the upper limit's: a lower limit near 1 taken
+    directly lost its last digits, and for k = n − 1 of n = 1e16 its tail P(Bin(n, L) >= k) was
+    1.28 times the level. The tail of k >= n − 1 is L^n + n L^(n−1) (1 − L), evaluated in
+    mpmath (50 digits) at the float L; it must not exceed the level (to 1e-9)."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 50
+    k = n - missing
+    lower = mpmath.mpf(float(bounds._clopper_pearson(k, n, level, "lower")))
+    tail = lower**n + (n * lower ** (n - 1) * (1 - lower) if missing else 0)
+    assert float(tail) <= level * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_clopper_pearson_upper_limit_covers_the_inverse_s_own_error(k):
+    """Diff reviewer's finding: scipy's betainccinv is accurate to about 1e-9 relative at n =
+    1e9, and the upper limit for k = 1 had a tail 1.6e-8 above the level; limits are moved out
+    by a relative 1e-8. Tail by scipy's binomial CDF (accurate to ~1e-14 here)."""
+    upper = bounds.clopper_pearson_upper_bound(k, 10**9, 0.05)
+    assert stats.binom.cdf(k, 10**9, upper) <= 0.05
 
 
 def test_markov_lower_bound_coverage():
