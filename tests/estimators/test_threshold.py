@@ -205,14 +205,14 @@ def test_bonferroni_reproduces_hand_computed_bound(conversion):
     else:
         expected = alpha * mu**2 / 2
         plug_in = alpha * _gdp_mu_by_hand(math.log((0.8 - delta) / 0.1), delta) ** 2 / 2
-    # rel 1e-6: the Clopper–Pearson limits are moved outwards by a relative 1e-8
+    # rel 1e-5: the Clopper–Pearson limits are moved outwards by a relative 1e-7
     # (bounds._CP_MARGIN), which the bound's sensitivity to the rates amplifies a little.
-    assert est.lower_bound_ == pytest.approx(expected, rel=1e-6) and est.lower_bound_ <= expected
+    assert est.lower_bound_ == pytest.approx(expected, rel=1e-5) and est.lower_bound_ <= expected
     assert est.divergence_ == pytest.approx(plug_in, rel=1e-8)
     assert est.certified_ == (conversion == "direct")
     assert (est.threshold_, est.side_) == (0.5, "upper")
-    assert est.epsilon_ == pytest.approx(epsilon, rel=1e-7)  # the limits' 1e-8 margin, as above
-    assert est.mu_ == pytest.approx(mu, rel=1e-6)
+    assert est.epsilon_ == pytest.approx(epsilon, rel=1e-6)  # the limits' 1e-7 margin, as above
+    assert est.mu_ == pytest.approx(mu, rel=1e-5)
 
 
 def test_split_bound_is_consistent_with_its_counts():
