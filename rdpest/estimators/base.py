@@ -76,6 +76,13 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         "pooled": ["boolean"],
     }
 
+    def _check_all_params(self) -> None:
+        """scikit-learn's parameter constraints, the order an estimate needs (at least
+        1 + MIN_ALPHA_GAP, with the reason), then the subclass's cross-parameter checks."""
+        self._validate_params()
+        check_estimation_alpha(self.alpha)
+        self._check_params()
+
     # ------------------------------------------------------------------ subclass interface
     @abstractmethod
     def _fit_direction(self, X, Y, beta: float, seed: int, direction: str) -> DirectionResult:
@@ -132,9 +139,7 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
         """
         n_p = check_int(n_p, "n_p", minimum=1)
         n_q = check_int(n_q, "n_q", minimum=1)
-        self._validate_params()
-        check_estimation_alpha(self.alpha)
-        self._check_params()
+        self._check_all_params()
         if not self.will_be_certified():
             return 0.0
         beta = float(self.beta) / (2 if self.direction == "max" else 1)
@@ -336,9 +341,7 @@ class RenyiEstimatorBase(BaseEstimator, metaclass=ABCMeta):
                 delattr(self, name)
 
     def _fit(self, X, Y):
-        self._validate_params()
-        check_estimation_alpha(self.alpha)
-        self._check_params()
+        self._check_all_params()
         X, Y = self._two_samples(X, Y, "fit")
         P, Q = self._validate_samples(X, Y, reset=True)
         self._start_fit()

@@ -130,12 +130,10 @@ class _Design:
             self.train_u = rng.random((2, _THRESHOLDS.size, _DRAWS))
 
     def tpr_lo(self, counts: np.ndarray) -> np.ndarray:
-        unique, where = np.unique(counts, return_inverse=True)
-        return _clopper_pearson(unique, self.n_p, self.level_p, "lower")[where]
+        return _limits(counts, self.n_p, self.level_p, "lower")
 
     def fpr_hi(self, counts: np.ndarray) -> np.ndarray:
-        unique, where = np.unique(counts, return_inverse=True)
-        return _clopper_pearson(unique, self.n_q, self.level_q, "upper")[where]
+        return _limits(counts, self.n_q, self.level_q, "upper")
 
     def ceiling(self) -> float:
         """The bound of perfect separation (counts n_p and 0): the most any sample gives."""

@@ -115,29 +115,27 @@ def _log_excess(
         total = total + term
     out[series] = math.log(abs(beta * (beta - 1.0) / 2.0)) + 2.0 * log_abs_u[series] + np.log(total)
 
-    # Larger |u|: φ = e^a − w with a = β log(1+u) and w = 1 + βu, each in log space.
     direct = ~series
+    near = _near_linear(beta)
+    if near is not None:  # within _NEAR_LINEAR of β = 1 or 0, e^a − w below would cancel
+        out[direct] = _log_excess_near_linear(
+            near, beta, log1p_u[direct], log_abs_u[direct], sign_u[direct]
+        )
+        return out
+
+    # Larger |u|: φ = e^a − w with a = β log(1+u) and w = 1 + βu, each in log space.
     log_first = beta * log1p_u[direct]
     log_abs_bu = math.log(abs(beta)) + log_abs_u[direct]
     bu_positive = (math.copysign(1.0, beta) * sign_u[direct]) > 0.0
     # w = 1 + |βu| when βu > 0, else w = 1 − |βu| = −expm1(log|βu|).
     log_abs_w = np.where(bu_positive, np.logaddexp(0.0, log_abs_bu), _log_abs_expm1(log_abs_bu))
     w_positive = bu_positive | (log_abs_bu < 0.0)
-    with np.errstate(divide="ignore"):
-        # w > 0: φ = e^a (1 − e^{log w − a}); convexity gives log w < a, the guard only stops a
-        # rounding error from producing log of a non-positive number.
-        gap = np.minimum(log_abs_w - log_first, -np.finfo(np.float64).tiny)
-        out_direct = np.where(
-            w_positive,
-            log_first + np.log(-np.expm1(gap)),
-            np.logaddexp(log_first, log_abs_w),
-        )
-    out[direct] = out_direct
-    near = _near_linear(beta)
-    if near is not None:
-        out[direct] = _log_excess_near_linear(
-            near, beta, log1p_u[direct], log_abs_u[direct], sign_u[direct]
-        )
+    # w > 0: φ = e^a − e^{log w}, and convexity gives log w < a; w <= 0: φ = e^a + |w|.
+    out[direct] = np.where(
+        w_positive,
+        _log_difference(log_first, log_abs_w),
+        np.logaddexp(log_first, log_abs_w),
+    )
     return out
 
 
