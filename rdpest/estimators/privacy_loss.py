@@ -46,10 +46,22 @@ from rdpest.estimators.results import (
     MarkovDiagnostics,
 )
 from rdpest.estimators.splits import min_two_way_sample_size, split_indices
-from rdpest.stats.bounds import _hoeffding_lower, _mean_upper
+from rdpest.stats.bounds import _hoeffding_lower, _mean_lower, _mean_upper
 from rdpest.stats.regions import log_mean_exp
 
 __all__ = ["HoeffdingRenyiBound", "MarkovRenyiBound"]
+
+# A given privacy loss is checked against what every log p/q satisfies (a change of measure):
+# E_Q[e^{L(Y)}] = P(q > 0) <= 1 and E_P[e^{-L(X)}] = Q(p > 0) <= 1. A lower confidence bound
+# above 1 on either mean shows, with error probability at most _RATIO_CHECK_LEVEL, that L is not
+# the privacy loss of the laws that drew the samples (a flipped sign, a log in another base,
+# densities' normalising constants that do not cancel), whose Markov and Hoeffding "bounds" need
+# not be bounds. The mean of a nonnegative variable is at least that of its truncation at a
+# cap, which lies in [0, cap] and has a distribution-free lower bound (betting; empirical
+# Bernstein on large samples, where betting is slow); the caps are a fixed grid, union-bounded.
+_RATIO_CHECK_LEVEL = 1e-6
+_RATIO_CHECK_CAPS = (2.0, 8.0, 64.0)
+_RATIO_CHECK_BETTING_ROWS = 50_000
 
 # Rounding slack when checking L ≤ B: L computed exactly at B (e.g. |x| − |x − Δ| for x > Δ in
 # the Laplace mechanism) may exceed it by a few ulps.
@@ -140,10 +152,43 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
         }
         return ratio, P[test_p], Q[test_q], split
 
+    def _check_exact_loss(self, P, Q, direction: str) -> None:
+        """For a callable ``log_ratio``: refuse it where the samples show it is not log p/q
+        (:func:`_check_privacy_loss`), checked as given, of the forward pair (X ~ P, Y ~ Q)."""
+        if self._ratio_kind() == "exact":
+            forward = (Q, P) if direction == "reverse" else (P, Q)
+            _check_privacy_loss(_DirectedLogRatio(self.log_ratio, 1.0), *forward)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.log_ratio is None and self.random_state is None
         return tags
+
+
+def _check_privacy_loss(ratio, X, Y) -> None:
+    """Refuse a given privacy loss L of the forward pair (X ~ P, Y ~ Q) that the samples show is
+    not log p/q (see _RATIO_CHECK_LEVEL): a ValueError naming the mean that exceeds 1 and what
+    usually causes it."""
+    checks = (
+        (Y, "Y", 1.0, "e^L over Y (the sample from Q)", "E_Q[p/q] <= 1"),
+        (X, "X", -1.0, "e^-L over X (the sample from P)", "E_P[q/p] <= 1"),
+    )
+    level = _RATIO_CHECK_LEVEL / (len(checks) * len(_RATIO_CHECK_CAPS))
+    for sample, name, sign, what, identity in checks:
+        # Clipped before exp: only the truncations at the caps are used.
+        values = np.exp(np.minimum(sign * ratio(sample, name), math.log(_RATIO_CHECK_CAPS[-1])))
+        method = "betting" if len(values) <= _RATIO_CHECK_BETTING_ROWS else "bernstein"
+        for cap in _RATIO_CHECK_CAPS:
+            lower = _mean_lower(np.minimum(values, cap), level, 0.0, cap, method)
+            if lower > 1.0:
+                raise ValueError(
+                    f"log_ratio is not log p/q of the laws that drew these samples: the mean of "
+                    f"{what} is at least {lower:.4g} (confidence 1 - {_RATIO_CHECK_LEVEL:g}), "
+                    f"while for the privacy loss L = log p/q it is at most 1 ({identity}). "
+                    "Markov and Hoeffding bounds computed with it need not be lower bounds. "
+                    "Check its sign (log p/q with X ~ P and Y ~ Q), its base (natural "
+                    "logarithms) and the densities' normalising constants"
+                )
 
 
 def _sample_names(direction: str) -> tuple[str, str]:
@@ -185,7 +230,11 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         - A callable: the exact loss, vectorised; it receives the (n, d) sample array (a function
           of (n,) arrays also works for d = 1) and returns n finite values. ``certified_`` is
           True and all samples certify. A fitted estimator's bound method (``est.log_ratio``)
-          is refused: pass the estimator itself.
+          is refused: pass the estimator itself. So is a callable that the samples show is not
+          log p/q (a ValueError): every privacy loss has E_Q[e^L] <= 1 and E_P[e^-L] <= 1, and
+          a confidence bound (level 1e-6) above 1 on either mean refutes it; a flipped sign, a
+          logarithm in another base or a constant that does not cancel is caught that way, where
+          the samples suffice to see it.
         - An estimator with a ``log_ratio`` method, e.g. a :class:`rdpest.DVRenyiEstimator`
           fitted by the user on OTHER data with X ~ P and Y ~ Q: its estimate is used on all
           samples; ``certified_`` is False. ``sklearn.base.clone`` (GridSearchCV, auditors)
@@ -286,6 +335,7 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
 
     def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
         ratio, P_cert, Q_cert, split = self._directed_loss(P, Q, seed, direction)
+        self._check_exact_loss(P, Q, direction)
         self.log_ratios_[direction] = ratio
         name_p, name_q = _sample_names(direction)
         alpha = float(self.alpha)
@@ -375,8 +425,9 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         constant −50) is not a privacy loss at all. Required.
     log_ratio : callable, fitted estimator or None, default=None
         The privacy loss log p/q of the forward pair, as in :class:`MarkovRenyiBound`: a callable
-        (exact, ``certified_`` True) receiving the (n, d) sample array, an estimator with a
-        ``log_ratio`` method fitted on other data, or None (Gaussian fit on a training split).
+        (exact, ``certified_`` True; refused where the samples refute it) receiving the (n, d)
+        sample array, an estimator with a ``log_ratio`` method fitted on other data, or None
+        (Gaussian fit on a training split).
         Estimated losses are clipped to [−B, B] (the assumption says the true loss is), and
         ``certified_`` is False: the bound then needs the estimate to be exact.
     test_fraction : float, default=0.5
@@ -497,6 +548,7 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
             # Assumption B.1 is about every x: a violation on the P samples refutes it too.
             self._bounded_loss(ratio, P_cert, name_p, direction)
         loss, n_clipped = self._bounded_loss(ratio, Q_cert, name_q, direction)
+        self._check_exact_loss(P, Q, direction)  # after the bound's checks, which name B
         n = loss.size
         # Z / M = e^{α(L − B)} ∈ [0, 1] (Assumption B.1), scaled so that M = e^{αB} never
         # overflows; log Ẑ = αB + log mean(Z/M).

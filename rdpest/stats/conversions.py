@@ -279,7 +279,11 @@ def _opacus_epsilon_alpha(
     # Opacus's RDP analysis of the sampled Gaussian mechanism (Mironov, Talwar & Zhang 2019,
     # "Rényi differential privacy of the sampled Gaussian mechanism", Sec. 3.3), composed over
     # `steps` by additivity of RDP (Mironov 2017, Prop. 1).
-    gaussian = alpha / (2.0 * noise_multiplier**2)  # the step's RDP at q = 1 (Mironov 2017)
+    # The step's RDP at q = 1 (Mironov 2017), divided twice: σ² overflows from σ ≈ 1.3e154,
+    # where the value is 0 to the float.
+    gaussian = alpha / (2.0 * noise_multiplier) / noise_multiplier
+    if gaussian == 0.0:
+        return 0.0
     if math.isinf(gaussian):
         # σ so small that α/(2σ²) overflows (σ² subnormal from σ ≈ 1e-154; Opacus's series
         # never ended at σ = 1e-155): no privacy worth a number.
@@ -289,8 +293,16 @@ def _opacus_epsilon_alpha(
             compute_rdp(q=sample_rate, noise_multiplier=noise_multiplier, steps=1, orders=alpha)
         )
     except (OverflowError, ZeroDivisionError):
+        if noise_multiplier > 1.0:
+            # σ² overflows (σ from about 1.3e154): ε_α is below the unsampled mechanism's
+            # α/(2σ²), a subnormal float, which is taken (a claim that is never too small).
+            return gaussian * steps
         # σ so small that σ² underflows (or a term overflows): no privacy at all.
         return math.inf
+    except ValueError:
+        # Its series for fractional orders takes logs that fail a float below some integers
+        # (α = 2 − 2^-52: "math domain error"): the quadrature's value is used.
+        per_step = math.nan
     if math.isinf(per_step) and per_step > 0:
         return math.inf
     plausible = 0.0 <= per_step <= gaussian * (1.0 + 1e-12)
@@ -398,6 +410,11 @@ def noise_multiplier_for_epsilon_alpha(
     # At q = 1, T compositions of the Gaussian mechanism: ε_α = Tα/(2σ²) (Mironov 2017, Table II
     # and Prop. 1).
     full_batch_sigma = math.sqrt(steps * alpha / (2.0 * epsilon_alpha))
+    if math.isinf(full_batch_sigma):
+        raise ValueError(
+            f"epsilon_alpha={epsilon_alpha:g} is too small: the noise multiplier that gives it "
+            f"at alpha={alpha:g} over {steps} steps exceeds the float range"
+        )
     if sample_rate == 1.0:
         return full_batch_sigma
 

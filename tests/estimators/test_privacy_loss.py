@@ -592,7 +592,8 @@ def test_a_fitted_estimator_as_log_ratio_survives_clone(cls):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: MarkovRenyiBound(log_ratio=gaussian_shift_loss),
+        # X and Y below share one law, whose privacy loss is 0.
+        lambda: MarkovRenyiBound(log_ratio=lambda x: np.zeros(len(x))),
         lambda: HoeffdingRenyiBound(privacy_loss_bound=50.0, random_state=0),
         lambda: BernoulliTPRFPRBaseline(random_state=0),
     ],
@@ -624,3 +625,55 @@ def test_a_log_ratio_returning_non_real_values_is_refused(dtype):
 
     with pytest.raises(ValueError, match="real numbers"):
         MarkovRenyiBound(log_ratio=log_ratio).fit(X, Y)
+
+
+# A privacy loss that is not log p/q of the samples' laws: what users get wrong (the sign, the
+# logarithm's base, a constant of the densities that does not cancel).
+_WRONG_LOSSES = {
+    "sign": lambda L: lambda x: -L(x),
+    "base 2": lambda L: lambda x: L(x) / math.log(2.0),
+    "offset +0.3": lambda L: lambda x: L(x) + 0.3,
+    "offset -0.3": lambda L: lambda x: L(x) - 0.3,
+    "offset +3": lambda L: lambda x: L(x) + 3.0,
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(_WRONG_LOSSES))
+@pytest.mark.parametrize("cls", [MarkovRenyiBound, HoeffdingRenyiBound])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "max"])
+def test_a_privacy_loss_the_samples_refute_is_refused(mistake, cls, direction):
+    """Catches the bug where a callable log_ratio was trusted as log p/q whatever it was: the
+    loss of N(0.5, 1) against N(0, 1) plus 3 (an unnormalised density) made MarkovRenyiBound
+    certify 2.56 for a D_2 of 0.25, i.e. a false privacy violation. Every log p/q has
+    E_Q[e^L] <= 1 and E_P[e^-L] <= 1; a confidence bound above 1 refutes it."""
+    loss, sample = _pair("gaussian_shift", 2.0, 0.25)
+    X, Y, _ = sample(2000, 0)
+    kwargs = {"privacy_loss_bound": 20.0} if cls is HoeffdingRenyiBound else {}
+    wrong = _WRONG_LOSSES[mistake](loss)
+    with pytest.raises(ValueError, match=r"log_ratio is not log p/q .* Check its sign"):
+        cls(alpha=2.0, direction=direction, log_ratio=wrong, **kwargs).fit(X, Y)
+    fitted = cls(alpha=2.0, direction=direction, log_ratio=loss, **kwargs).fit(X, Y)
+    assert fitted.certified_
+
+
+@pytest.mark.parametrize(
+    ("family", "alpha", "divergence"),
+    [
+        ("gaussian_shift", 2.0, 4.0),  # e^L under Q log-normal of spread 2: a heavy tail
+        ("gaussian_shift", 8.0, 16.0),
+        ("laplace_shift", 2.0, 1.0),
+        ("exponential_rate", 4.0, 2.0),
+        ("gaussian_scale", 1.25, 0.5),
+        ("student_t_shift", 2.0, 1.0),
+        ("poisson_rate", 2.0, 1.0),
+    ],
+)
+def test_the_true_privacy_loss_is_never_refused(family, alpha, divergence):
+    """The check's error probability is at most 1e-6 per fit; over these 7 × 30 fits of the
+    exact loss (heavy-tailed likelihood ratios included, and samples as small as 20) a refusal
+    has chance <= 2.1e-4, so any refusal here is a flaw of the check, not bad luck."""
+    loss, sample = _pair(family, alpha, divergence)
+    for seed in range(30):
+        n = (20, 200, 2000)[seed % 3]
+        X, Y, _ = sample(n, seed)
+        MarkovRenyiBound(alpha=alpha, direction="max", log_ratio=loss).fit(X, Y)

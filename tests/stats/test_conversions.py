@@ -623,3 +623,36 @@ def test_a_noise_multiplier_whose_square_is_subnormal_is_refused_at_once():
         with pytest.raises(ValueError, match="an argument is too extreme"):
             conv.dpsgd_epsilon_alpha(sigma, 0.1, 1, 2.5)
     assert conv.dpsgd_epsilon_alpha(1e-150, 0.1, 1, 2.5) > 1e299
+
+
+@pytest.mark.parametrize("integer", [2, 4, 8, 16, 64])
+def test_orders_a_float_below_a_power_of_two_have_a_claim(integer):
+    """Catches the bug where α = 2 − 2^-52 (and one float below 4, 8, ... 128) was refused with
+    "math domain error": Opacus's series for fractional orders failed there and its ValueError
+    was not taken as a failure, so the quadrature never answered. Such an order's ε_α is the
+    integer order's to about 1e-15 (ε_α is smooth in α): checked against the exact sum at the
+    integer, 1e-10 relative being far above both computations' error."""
+    alpha = math.nextafter(float(integer), 0.0)
+    value = conv.dpsgd_epsilon_alpha(1.0, 0.1, 3, alpha)
+    assert value == pytest.approx(_sgm_epsilon_integer_alpha(1.0, 0.1, 3, integer), rel=1e-10)
+    sigma = conv.noise_multiplier_for_epsilon_alpha(value, 0.1, 3, alpha)
+    assert sigma == pytest.approx(1.0, rel=1e-8)
+
+
+@pytest.mark.parametrize("sigma", [2e154, 1e200, 1e300])
+@pytest.mark.parametrize("q", [0.5, 1.0])
+def test_a_noise_multiplier_whose_square_overflows_claims_next_to_nothing(sigma, q):
+    """Catches the bug where σ from about 1.3e154 was refused ("Numerical result out of range":
+    σ² overflowed) while σ = 1e154 gave 0: the claim is at most the unsampled mechanism's
+    Tα/(2σ²) (here at most 7.5e-309: a subnormal number or 0, whose last digits round), never
+    an error."""
+    value = conv.dpsgd_epsilon_alpha(sigma, q, 3, 2.0)
+    assert 0.0 <= value <= 7.6e-309
+
+
+def test_a_claim_too_small_for_any_float_noise_is_named():
+    """ε_α = 1e-310 needs σ beyond the float range: the message said so only as "Opacus's RDP
+    analysis gives no value ... (noise_multiplier=inf) ... use a lower order"."""
+    for q in (0.5, 1.0):
+        with pytest.raises(ValueError, match="epsilon_alpha=1e-310 is too small"):
+            conv.noise_multiplier_for_epsilon_alpha(1e-310, q, 1, 2.0)
