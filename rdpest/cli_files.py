@@ -21,6 +21,26 @@ def _header_lines(first: str, delimiter: str | None) -> int:
     return 0
 
 
+def _numbers_split_by_another(first: str, delimiter: str | None) -> str | None:
+    """The separator, other than the file's own ``delimiter``, that splits a first line taken
+    for a header into two or more numbers (a comma-separated .txt, a ;-separated .csv): the
+    line is then data in another layout, not a header. None if there is none."""
+    names = {",": "commas", ";": "semicolons", None: "spaces or tabs"}
+    for other, name in names.items():
+        if other == delimiter:
+            continue
+        fields = [f.strip() for f in first.strip().split(other)]
+        if len(fields) < 2:
+            continue
+        for decimal_comma in (False, True):  # a spreadsheet's "1,5;2,5"
+            try:
+                [float(f.replace(",", ".") if decimal_comma else f) for f in fields]
+            except ValueError:
+                continue
+            return name + (" with decimal commas" if decimal_comma else "")
+    return None
+
+
 def _warn_of_pandas_layouts(path: str, first: str, skip: int, delimiter, data) -> None:
     """Warn of the two shapes pandas' ``to_csv`` gives a column of scores that this reader
     takes at their word: an unnamed Series's header ``0`` (a number, so read as a first score
@@ -87,6 +107,18 @@ def load_samples(path: str) -> np.ndarray:
             lines = file.read_text(encoding="utf-8-sig").split("\n")
             first = lines[0]
             skip = _header_lines(first, delimiter)
+            other = _numbers_split_by_another(first, delimiter) if skip else None
+            if other is not None:
+                expected = "commas" if delimiter == "," else "spaces or tabs"
+                raise ValueError(
+                    f"its first line holds numbers separated by {other}, but a {suffix} file is "
+                    f"read as numbers (with decimal points) separated by {expected}: "
+                    + (
+                        "write it that way"
+                        if delimiter == "," or "decimal" in other
+                        else "name the file .csv for commas, or separate them by spaces"
+                    )
+                )
             if skip and not any(line.strip() for line in lines[1:]):
                 raise ValueError("it holds a header line and no numbers")
             with warnings.catch_warnings():  # an empty file is reported below, on one line

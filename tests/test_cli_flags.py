@@ -219,6 +219,26 @@ def test_the_csv_layouts_of_pandas_are_read_as_written_with_a_warning(tmp_path):
         np.testing.assert_array_equal(load_samples(str(zeros)), [0.0])
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        ("c.txt", "0.5, -1.25, 2.0\n", "separated by commas, but a .txt file"),
+        ("s.csv", "0.5;-1.25;2.0\n0.1;0.2;0.3\n", "separated by semicolons, but a .csv"),
+        ("t.csv", "0.5\t-1.25\n2.0\t0.1\n", "separated by spaces or tabs, but a .csv"),
+        ("d.csv", "0,5;1,25\n", "separated by semicolons with decimal commas"),
+    ],
+)
+def test_numbers_in_another_layout_are_not_called_a_header(tmp_path, name, text, said):
+    """Catches the bug where a .txt of comma-separated numbers (or a .csv of ;-separated ones)
+    was refused with "it holds a header line and no numbers": its first line was taken for a
+    header because it did not split into numbers at the file kind's separator."""
+    file = tmp_path / name
+    file.write_text(text)
+    with pytest.raises(ValueError, match=said) as caught:
+        load_samples(str(file))
+    assert "header" not in str(caught.value)
+
+
 def test_headered_csv_skips_only_a_non_numeric_first_line(tmp_path):
     headered = tmp_path / "h.csv"
     headered.write_text("loss\n1.5\n2.5\n")
