@@ -32,6 +32,7 @@ import math
 from numbers import Real
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
@@ -46,22 +47,25 @@ from rdpest.estimators.results import (
     MarkovDiagnostics,
 )
 from rdpest.estimators.splits import min_two_way_sample_size, split_indices
-from rdpest.stats.bounds import _hoeffding_lower, _mean_lower, _mean_upper
+from rdpest.stats.bounds import _hoeffding_lower, _mean_upper
 from rdpest.stats.regions import log_mean_exp
 
 __all__ = ["HoeffdingRenyiBound", "MarkovRenyiBound"]
 
 # A given privacy loss is checked against what every log p/q satisfies (a change of measure):
-# E_Q[e^{L(Y)}] = P(q > 0) <= 1 and E_P[e^{-L(X)}] = Q(p > 0) <= 1. A lower confidence bound
-# above 1 on either mean shows, with error probability at most _RATIO_CHECK_LEVEL, that L is not
-# the privacy loss of the laws that drew the samples (a flipped sign, a log in another base,
-# densities' normalising constants that do not cancel), whose Markov and Hoeffding "bounds" need
-# not be bounds. The mean of a nonnegative variable is at least that of its truncation at a
-# cap, which lies in [0, cap] and has a distribution-free lower bound (betting; empirical
-# Bernstein on large samples, where betting is slow); the caps are a fixed grid, union-bounded.
+# E_Q[e^{L(Y)}] = P(q > 0) <= 1 and E_P[e^{-L(X)}] = Q(p > 0) <= 1. Each is tested by betting
+# against it (Waudby-Smith & Ramdas 2024, "Estimating means of bounded random variables by
+# betting", JRSS-B, Sec. 2): for Z >= 0 with E[Z] <= 1 and a bet λ in [0, 1), the capital
+# Π_i (1 + λ(Z_i − 1)) has expectation at most 1 over independent rows, and so has the average
+# of the capitals over a fixed grid of bets; by Markov's inequality it reaches 2/LEVEL with
+# probability at most LEVEL/2. A capital that does shows, with error probability at most
+# _RATIO_CHECK_LEVEL over the two tests, that L is not the privacy loss of the laws that drew the
+# samples (a flipped sign, a log in another base, densities' normalising constants that do not
+# cancel), whose Markov and Hoeffding "bounds" need not be bounds. Constant bets make the capital
+# a product, so the test does not depend on the rows' order (a predictable, adaptive bet would,
+# and refused true losses on sorted samples), and need no bound on Z.
 _RATIO_CHECK_LEVEL = 1e-6
-_RATIO_CHECK_CAPS = (2.0, 8.0, 64.0)
-_RATIO_CHECK_BETTING_ROWS = 50_000
+_RATIO_CHECK_BETS = np.concatenate([2.0 ** -np.arange(1, 21), 1.0 - 2.0 ** -np.arange(2, 11)])
 
 # Rounding slack when checking L ≤ B: L computed exactly at B (e.g. |x| − |x − Δ| for x > Δ in
 # the Laplace mechanism) may exceed it by a few ulps.
@@ -155,7 +159,8 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
     def _check_exact_loss(self, P, Q, direction: str) -> None:
         """For a callable ``log_ratio``: refuse it where the samples show it is not log p/q
         (:func:`_check_privacy_loss`), checked as given, of the forward pair (X ~ P, Y ~ Q)."""
-        if self._ratio_kind() == "exact":
+        checked = direction == "reverse" and self.direction == "max"  # by the forward fit
+        if self._ratio_kind() == "exact" and not checked:
             forward = (Q, P) if direction == "reverse" else (P, Q)
             _check_privacy_loss(_DirectedLogRatio(self.log_ratio, 1.0), *forward)
 
@@ -163,6 +168,18 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = self.log_ratio is None and self.random_state is None
         return tags
+
+
+def _log_capital(log_z: np.ndarray) -> float:
+    """log of the average over _RATIO_CHECK_BETS of the capitals Π_i (1 + λ(Z_i − 1)), from
+    log Z (each factor is log((1 − λ) + λ·Z), computed without forming Z); the rows are summed in
+    sorted order, so that the result does not depend on theirs even by rounding."""
+    log_z = np.sort(log_z)
+    logs = [
+        float(np.logaddexp(math.log1p(-bet), math.log(bet) + log_z).sum())
+        for bet in _RATIO_CHECK_BETS
+    ]
+    return float(logsumexp(logs)) - math.log(len(logs))
 
 
 def _check_privacy_loss(ratio, X, Y) -> None:
@@ -173,22 +190,20 @@ def _check_privacy_loss(ratio, X, Y) -> None:
         (Y, "Y", 1.0, "e^L over Y (the sample from Q)", "E_Q[p/q] <= 1"),
         (X, "X", -1.0, "e^-L over X (the sample from P)", "E_P[q/p] <= 1"),
     )
-    level = _RATIO_CHECK_LEVEL / (len(checks) * len(_RATIO_CHECK_CAPS))
+    threshold = math.log(len(checks) / _RATIO_CHECK_LEVEL)
     for sample, name, sign, what, identity in checks:
-        # Clipped before exp: only the truncations at the caps are used.
-        values = np.exp(np.minimum(sign * ratio(sample, name), math.log(_RATIO_CHECK_CAPS[-1])))
-        method = "betting" if len(values) <= _RATIO_CHECK_BETTING_ROWS else "bernstein"
-        for cap in _RATIO_CHECK_CAPS:
-            lower = _mean_lower(np.minimum(values, cap), level, 0.0, cap, method)
-            if lower > 1.0:
-                raise ValueError(
-                    f"log_ratio is not log p/q of the laws that drew these samples: the mean of "
-                    f"{what} is at least {lower:.4g} (confidence 1 - {_RATIO_CHECK_LEVEL:g}), "
-                    f"while for the privacy loss L = log p/q it is at most 1 ({identity}). "
-                    "Markov and Hoeffding bounds computed with it need not be lower bounds. "
-                    "Check its sign (log p/q with X ~ P and Y ~ Q), its base (natural "
-                    "logarithms) and the densities' normalising constants"
-                )
+        log_z = sign * ratio(sample, name)
+        evidence = _log_capital(log_z)
+        if evidence >= threshold:
+            raise ValueError(
+                f"log_ratio is not log p/q of the laws that drew these samples: the mean of "
+                f"{what} is {math.exp(log_mean_exp(log_z)):.4g}, above 1 beyond chance (a "
+                f"test at level {_RATIO_CHECK_LEVEL:g}), while for the privacy loss L = log p/q "
+                f"its expectation is at most 1 ({identity}). Markov and Hoeffding bounds "
+                "computed with it need not be lower bounds. Check its sign (log p/q with X ~ P "
+                "and Y ~ Q, not swapped), its base (natural logarithms) and the densities' "
+                "normalising constants"
+            )
 
 
 def _sample_names(direction: str) -> tuple[str, str]:
@@ -232,9 +247,9 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
           True and all samples certify. A fitted estimator's bound method (``est.log_ratio``)
           is refused: pass the estimator itself. So is a callable that the samples show is not
           log p/q (a ValueError): every privacy loss has E_Q[e^L] <= 1 and E_P[e^-L] <= 1, and
-          a confidence bound (level 1e-6) above 1 on either mean refutes it; a flipped sign, a
-          logarithm in another base or a constant that does not cancel is caught that way, where
-          the samples suffice to see it.
+          a test of each at level 1e-6 (by betting, whatever the rows' order) catches a flipped
+          sign, a logarithm in another base or a constant that does not cancel, where the
+          samples suffice to see it.
         - An estimator with a ``log_ratio`` method, e.g. a :class:`rdpest.DVRenyiEstimator`
           fitted by the user on OTHER data with X ~ P and Y ~ Q: its estimate is used on all
           samples; ``certified_`` is False. ``sklearn.base.clone`` (GridSearchCV, auditors)
