@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import uuid
+import warnings
 from numbers import Real
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +32,7 @@ __all__ = [
     "earlier_line",
     "retest_message",
     "settings_text",
+    "warn_unseeded",
 ]
 
 #: Estimator parameters that change how a fit runs, not what it tests.
@@ -85,6 +89,31 @@ def _unseeded(estimator, params: dict) -> bool:
     if tags is None or (getattr(tags, "__module__", None) or "sklearn").split(".")[0] == "sklearn":
         return True
     return bool(estimator.__sklearn_tags__().non_deterministic)
+
+
+def warn_unseeded(estimators: dict) -> None:
+    """Warn, once per audit's validation, of estimators whose fits draw fresh randomness
+    (``random_state`` None where the fit splits): the same scores can then give another bound
+    and verdict at every call, which a store counts as another test but a report cannot show."""
+    names = [name for name, est in estimators.items() if _unseeded(est, est.get_params(deep=False))]
+    if names:
+        warnings.warn(
+            f"estimator(s) {', '.join(map(repr, names))} have random_state=None: every fit "
+            "draws new splits, so the same scores can give another bound and verdict at the "
+            "next call; seed them (random_state=...) for an audit that can be repeated",
+            UserWarning,
+            stacklevel=_outside_rdpest(),
+        )
+
+
+def _outside_rdpest() -> int:
+    """The ``stacklevel`` of the first frame outside the rdpest package (the user's call), seen
+    from the ``warnings.warn`` of the function that calls this one."""
+    package = str(Path(__file__).resolve().parents[1])
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def earlier_analyses(entries: list, claim: dict, settings: dict) -> list[dict]:

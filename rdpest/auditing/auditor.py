@@ -34,7 +34,7 @@ from joblib import delayed
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from rdpest.auditing.analyses import earlier_analyses, retest_message, settings_text
+from rdpest.auditing.analyses import earlier_analyses, retest_message, settings_text, warn_unseeded
 from rdpest.auditing.identity import score_fn_identity
 from rdpest.auditing.membership import MEMBERSHIP_DELTA, membership_readouts
 from rdpest.auditing.power import audit_power, runs_needed, unsized, verdict_of
@@ -182,6 +182,7 @@ def check_audit_settings(
             f"none of the estimators ({', '.join(estimators)}) is certified, so the audit could "
             "never find a violation: include a certified one (the defaults dv and bernoulli are)"
         )
+    warn_unseeded(estimators)
     return estimators
 
 
@@ -559,9 +560,8 @@ class Auditor:
         The samples must be 1-D (or single columns), finite, real and equally long (ValueError
         otherwise)."""
         without, with_ = checked_scores(without, with_, ("without", "with_"))
-        # The checks an audit's estimators get (order, certification, room for the splits in
-        # these samples): given estimators were once fitted unchecked, so one at another order
-        # "refuted" a claim at this one.
+        # The checks an audit's estimators get (order, certification, room for the splits):
+        # given estimators were once fitted unchecked, and one at another order "refuted" a claim.
         settings = {**self._settings(), "max_runs": None, "power_target": None}
         if estimators is not None:
             settings["estimators"] = estimators

@@ -95,8 +95,8 @@ def evaluate(
     >>> rng = np.random.default_rng(0)
     >>> O, O_prime = rng.normal(0, 1, 40), rng.normal(1, 1, 40)
     >>> from rdpest import BernoulliTPRFPRBaseline
-    >>> result = evaluate(O, O_prime, 1.0, alpha=2.0,
-    ...                   estimators={"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0)})
+    >>> bernoulli = BernoulliTPRFPRBaseline(alpha=2.0, random_state=0)
+    >>> result = evaluate(O, O_prime, 1.0, alpha=2.0, estimators={"bernoulli": bernoulli})
     >>> result.n_runs, result.verdict in ("violation", "not_refuted", "underpowered")
     (40, True)
     >>> evaluate(O, O_prime[:30], 1.0, alpha=2.0)  # doctest: +ELLIPSIS

@@ -540,7 +540,9 @@ def test_each_analysis_is_recorded_and_a_retest_of_the_claim_says_what_it_costs(
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # another claim (order 4) is another test
         other = Auditor(mech, claim, alpha=4.0, n_runs=N_RUNS, progress=False, store=tmp_path)
-        other.estimators = {"bernoulli": BernoulliTPRFPRBaseline(alpha=4.0, direction="max")}
+        other.estimators = {
+            "bernoulli": BernoulliTPRFPRBaseline(alpha=4.0, direction="max", random_state=0)
+        }
         assert "earlier_analyses" not in other.run().config
 
 
@@ -551,9 +553,13 @@ def test_a_repeat_with_an_unseeded_estimator_is_counted_as_another_test(tmp_path
     each time unseen. A seeded or deterministic repeat is no new test."""
     mech = GaussianMechanismScore(noise_std=1.0)
     unseeded = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, random_state=None)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         _audit(mech, store=tmp_path, estimators=unseeded).run()
+    # The first analysis is no retest; it warns only that its estimator is unseeded.
+    assert {str(w.message).split(":")[0] for w in caught} == {
+        "estimator(s) 'bernoulli' have random_state=None"
+    }
     with pytest.warns(UserWarning, match=r"under 1 other setting.* at most 0\.1, not 0\.05"):
         _audit(mech, store=tmp_path, estimators=unseeded).run()
     with pytest.warns(UserWarning, match=r"under 2 other setting.* at most 0\.15"):
