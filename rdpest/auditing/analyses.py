@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sys
 import uuid
 import warnings
@@ -127,7 +128,7 @@ def earlier_analyses(entries: list, claim: dict, settings: dict) -> list[dict]:
         other_tested = _tested(other)
         level = other["beta"]
         if (
-            {key: entry.get(key) for key in claim} == claim
+            all(_same_value(entry.get(key), value) for key, value in claim.items())
             and other_tested != tested
             and isinstance(level, Real)
             and not isinstance(level, bool)
@@ -138,6 +139,15 @@ def earlier_analyses(entries: list, claim: dict, settings: dict) -> list[dict]:
                 "verdict": entry.get("verdict"),
             }
     return list(earlier.values())
+
+
+def _same_value(recorded, value) -> bool:
+    """Whether a recorded claim's field is ``value``: numbers within a relative 1e-9 (a claim
+    recomputed with other rounding, 1.000000000003 for 1.0, is the same claim; compared
+    exactly, its analyses escaped each other's count)."""
+    if isinstance(value, Real) and isinstance(recorded, Real) and not isinstance(recorded, bool):
+        return math.isclose(float(recorded), float(value), rel_tol=1e-9, abs_tol=1e-12)
+    return recorded == value
 
 
 #: Estimator parameters an audit sets itself (each estimator's share of β, both directions): an

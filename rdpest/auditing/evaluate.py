@@ -10,13 +10,12 @@ cannot drift apart. Only the record of the pipeline differs: no score function w
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 from rdpest.auditing.auditor import Auditor, _round_record, check_scores_settings
 from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
 from rdpest.auditing.scores import checked_scores
-from rdpest.auditing.store import RunStore
+from rdpest.auditing.store import RunStore, store_path
 from rdpest.utils.io import load_json
 
 __all__ = ["evaluate"]
@@ -143,7 +142,7 @@ def evaluate(
 
 def _opened_store(directory) -> RunStore:
     """The audit store at ``directory``, opened (and locked) with its own configuration."""
-    path = Path(directory) / "config.json"
+    path = store_path(directory) / "config.json"
     try:
         config = load_json(path.read_text())
     except FileNotFoundError:

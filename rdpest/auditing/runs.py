@@ -9,6 +9,7 @@ import math
 import os
 import pickle
 import traceback
+from collections.abc import Iterable, Mapping, Set
 from numbers import Integral, Real
 
 import numpy as np
@@ -133,7 +134,16 @@ def _run_group(
     score_fn, arm: int, indices: list[int], seeds: list[int]
 ) -> list[tuple[int, int, int, float]]:
     with _naming_the_run(arm, list(seeds)):
-        values = list(score_fn.score_many(bool(arm), list(seeds)))
+        returned = score_fn.score_many(bool(arm), list(seeds))
+    # A mapping or set iterates over its keys (a {seed: score} dict gave the seeds as scores) or
+    # in no fixed order; a scalar or a string is no sequence of scores.
+    if isinstance(returned, Mapping | Set | str | bytes) or not isinstance(returned, Iterable):
+        raise ValueError(
+            f"score_fn.score_many must return a sequence of scores, one per seed in the seeds' "
+            f"order (a list or 1-D array), got {type(returned).__name__} (include_canary="
+            f"{bool(arm)}, seeds {list(seeds)})"
+        )
+    values = list(returned)
     if len(values) != len(seeds):
         raise ValueError(
             f"score_fn.score_many returned {len(values)} scores for {len(seeds)} seeds "

@@ -74,6 +74,17 @@ def _differences(stored: dict, wanted: dict, prefix: str = "") -> list[str]:
     return changed
 
 
+def store_path(directory) -> Path:
+    """A store directory given as a str or path, as a Path; a ValueError for anything else and for
+    an empty string (``Path("")`` is the current directory, which would take the store's files).
+    """
+    if not isinstance(directory, str | os.PathLike) or isinstance(directory, bytes):
+        raise ValueError(f"store must be a directory's path (str or Path), got {directory!r}")
+    if isinstance(directory, str) and not directory.strip():
+        raise ValueError("store is an empty path; give the store directory's path")
+    return Path(directory)
+
+
 class RunStore:
     """Persist finished runs of an audit under ``directory`` (see the module docstring).
 
@@ -110,7 +121,7 @@ class RunStore:
         config: dict,
         expected_seed: Callable[[int, int], int] | None = None,
     ):
-        self.directory = Path(directory)
+        self.directory = store_path(directory)
         try:
             self.config = json.loads(json.dumps(config, sort_keys=True, allow_nan=False))
         except (TypeError, ValueError) as exc:

@@ -255,6 +255,31 @@ def test_a_score_beyond_the_float_range_and_a_short_group_are_named_value_errors
         Auditor(_ShortGroups(), 1.0, n_runs=16, estimators=DV_ONLY, progress=False).run()
 
 
+class _ScoresBySeed:
+    """score_many returning its scores in a container that is no sequence in the seeds' order."""
+
+    runs_per_call = 4
+
+    def __init__(self, container):
+        self.container = container
+
+    def __call__(self, include_canary, seed):
+        return 0.0
+
+    def score_many(self, include_canary, seeds):
+        return self.container({seed: float(include_canary) for seed in seeds})
+
+
+@pytest.mark.parametrize("container", [dict, set, frozenset])
+def test_a_group_of_scores_that_is_no_sequence_is_refused(container):
+    """Reviewer's finding: score_many returning {seed: score} was taken as its keys, so the seeds
+    (3.96e9, 9.0e8, ...) were the scores of the audit, which gave a verdict on them."""
+    with pytest.raises(
+        ValueError, match=rf"must return a sequence of scores.*got {container.__name__}"
+    ):
+        Auditor(_ScoresBySeed(container), 1.0, n_runs=16, estimators=DV_ONLY, progress=False).run()
+
+
 class _HoldsALock:
     def __init__(self):
         import threading

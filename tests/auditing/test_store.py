@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import os
+import re
 import stat
 import threading
 import time
@@ -23,7 +24,14 @@ import numpy as np
 import pytest
 
 from rdpest import BernoulliTPRFPRBaseline, DVRenyiEstimator
-from rdpest.auditing import Auditor, AuditResult, GaussianMechanismScore, RunStore, run_seed
+from rdpest.auditing import (
+    Auditor,
+    AuditResult,
+    GaussianMechanismScore,
+    RunStore,
+    evaluate,
+    run_seed,
+)
 from rdpest.auditing.identity import score_fn_identity
 
 N_RUNS = 60
@@ -544,6 +552,39 @@ def test_each_analysis_is_recorded_and_a_retest_of_the_claim_says_what_it_costs(
             "bernoulli": BernoulliTPRFPRBaseline(alpha=4.0, direction="max", random_state=0)
         }
         assert "earlier_analyses" not in other.run().config
+
+
+def test_a_claim_recomputed_with_other_rounding_is_the_same_claim(tmp_path):
+    """Reviewer's finding: analyses were matched by the claim's exact value, so a claim of
+    1.000000000003 (the same claim, rounded otherwise) with another estimator seed was tested
+    on the same runs with no earlier analysis named and no warning."""
+    mech = GaussianMechanismScore(noise_std=1.0)
+    claim = mech.claimed_epsilon(2.0)
+    _audit(mech, store=tmp_path).run()
+    reseeded = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, direction="max", random_state=1)}
+    auditor = _audit(mech, store=tmp_path, estimators=reseeded)
+    auditor.claimed_epsilon = claim * (1 + 3e-12)
+    with pytest.warns(UserWarning, match=r"at most 0\.1, not 0\.05"):
+        result = auditor.run()
+    assert len(result.config["earlier_analyses"]) == 1
+    another = _audit(mech, store=tmp_path, estimators=reseeded)
+    another.claimed_epsilon = claim * 1.01  # another claim: not this claim's analysis
+    assert "earlier_analyses" not in another.run().config
+
+
+@pytest.mark.parametrize(
+    ("store", "said"), [("", "empty path"), (" ", "empty path"), (b"x", "b'x'"), (123, "123")]
+)
+def test_a_store_that_is_no_path_is_refused(tmp_path, monkeypatch, store, said):
+    """Reviewer's finding: store="" wrote config.json, runs.jsonl, result.json and .lock into
+    the current directory; bytes and integers raised raw TypeErrors from pathlib."""
+    monkeypatch.chdir(tmp_path)
+    mech = GaussianMechanismScore(noise_std=1.0)
+    with pytest.raises(ValueError, match=re.escape(said)):
+        _audit(mech, store=store).run()
+    with pytest.raises(ValueError, match=re.escape(said)):
+        evaluate(np.zeros(N_RUNS), np.ones(N_RUNS), 1.0, alpha=2.0, store=store)
+    assert not list(tmp_path.iterdir())
 
 
 def test_a_repeat_with_an_unseeded_estimator_is_counted_as_another_test(tmp_path):
