@@ -601,6 +601,7 @@ def test_a_repeat_with_an_unseeded_estimator_is_counted_as_another_test(tmp_path
     assert {str(w.message).split(":")[0] for w in caught} == {
         "estimator(s) 'bernoulli' have random_state=None"
     }
+    warnings.filterwarnings("ignore", "estimator.* have random_state=None")  # (said above)
     with pytest.warns(UserWarning, match=r"under 1 other setting.* at most 0\.1, not 0\.05"):
         _audit(mech, store=tmp_path, estimators=unseeded).run()
     with pytest.warns(UserWarning, match=r"under 2 other setting.* at most 0\.15"):

@@ -50,7 +50,7 @@ def test_uncertified_estimators_never_decide_the_verdict():
         Auditor(null_score, 0.2, alpha=ALPHA, estimators={"gdp_route": gdp}).evaluate(
             without, with_
         )
-    estimators = {"gdp_route": gdp, "weak": _CertifiesNothing(alpha=ALPHA)}
+    estimators = {"gdp_route": gdp, "weak": _CertifiesNothing(alpha=ALPHA, random_state=0)}
     result = Auditor(null_score, 0.2, alpha=ALPHA, estimators=estimators).evaluate(without, with_)
     assert result.estimates["gdp_route"]["lower_bound"] > 0.2  # it would have decided ...
     assert result.estimates["gdp_route"]["certified"] is False
@@ -60,7 +60,10 @@ def test_uncertified_estimators_never_decide_the_verdict():
         null_score,
         0.2,
         alpha=ALPHA,
-        estimators={"gdp_route": gdp, "bernoulli": BernoulliTPRFPRBaseline(alpha=ALPHA)},
+        estimators={
+            "gdp_route": gdp,
+            "bernoulli": BernoulliTPRFPRBaseline(alpha=ALPHA, random_state=0),
+        },
     )
     assert auditor.evaluate(without, with_).verdict == "violation"
 
