@@ -22,17 +22,22 @@ def _header_lines(first: str, delimiter: str | None) -> int:
 
 
 def _numbers_split_by_another(first: str, delimiter: str | None) -> str | None:
-    """The separator, other than the file's own ``delimiter``, that splits a first line taken
-    for a header into two or more numbers (a comma-separated .txt, a ;-separated .csv): the
-    line is then data in another layout, not a header. None if there is none."""
+    """How a first line taken for a header is numbers after all, in another layout than the
+    file kind's (``delimiter``): split at another separator (a comma-separated .txt, a
+    ;-separated .csv), or written with decimal commas ("1,5;2,5", or "0,5 1,5" in a .txt). None
+    if it is not (a header)."""
     names = {",": "commas", ";": "semicolons", None: "spaces or tabs"}
     for other, name in names.items():
-        if other == delimiter:
-            continue
         fields = [f.strip() for f in first.strip().split(other)]
-        if len(fields) < 2:
+        if other == delimiter:
+            # The file's own separator: only its fields' decimal commas can make them numbers
+            # (a .csv's commas cannot be decimal ones).
+            variants, needed = ((True,) if other != "," else ()), 1
+        else:
+            variants, needed = (False, True), 2
+        if len(fields) < needed:
             continue
-        for decimal_comma in (False, True):  # a spreadsheet's "1,5;2,5"
+        for decimal_comma in variants:
             try:
                 [float(f.replace(",", ".") if decimal_comma else f) for f in fields]
             except ValueError:
@@ -110,14 +115,16 @@ def load_samples(path: str) -> np.ndarray:
             other = _numbers_split_by_another(first, delimiter) if skip else None
             if other is not None:
                 expected = "commas" if delimiter == "," else "spaces or tabs"
+                if other == "commas":  # in a .txt: separators, or decimal commas of one column?
+                    advice = (
+                        "if the commas separate numbers, name the file .csv; if they are "
+                        "decimal commas, write decimal points"
+                    )
+                else:
+                    advice = "write it that way"
                 raise ValueError(
                     f"its first line holds numbers separated by {other}, but a {suffix} file is "
-                    f"read as numbers (with decimal points) separated by {expected}: "
-                    + (
-                        "write it that way"
-                        if delimiter == "," or "decimal" in other
-                        else "name the file .csv for commas, or separate them by spaces"
-                    )
+                    f"read as numbers (with decimal points) separated by {expected}: {advice}"
                 )
             if skip and not any(line.strip() for line in lines[1:]):
                 raise ValueError("it holds a header line and no numbers")

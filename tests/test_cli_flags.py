@@ -226,6 +226,10 @@ def test_the_csv_layouts_of_pandas_are_read_as_written_with_a_warning(tmp_path):
         ("s.csv", "0.5;-1.25;2.0\n0.1;0.2;0.3\n", "separated by semicolons, but a .csv"),
         ("t.csv", "0.5\t-1.25\n2.0\t0.1\n", "separated by spaces or tabs, but a .csv"),
         ("d.csv", "0,5;1,25\n", "separated by semicolons with decimal commas"),
+        ("d.txt", "0,5 1,5\n2,5 3,5\n", "spaces or tabs with decimal commas"),
+        # Two numbers, or one with a decimal comma: the advice names both readings (renaming
+        # the file .csv alone would read a column of decimal commas as two columns).
+        ("one.txt", "0,5\n1,25\n", "if they are decimal commas, write decimal points"),
     ],
 )
 def test_numbers_in_another_layout_are_not_called_a_header(tmp_path, name, text, said):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sys
 import uuid
 import warnings
@@ -110,7 +111,7 @@ def warn_unseeded(estimators: dict) -> None:
 def _outside_rdpest() -> int:
     """The ``stacklevel`` of the first frame outside the rdpest package (the user's call), seen
     from the ``warnings.warn`` of the function that calls this one."""
-    package = str(Path(__file__).resolve().parents[1])
+    package = str(Path(__file__).resolve().parents[1]) + os.sep  # not a sibling rdpest_x/
     frame, level = sys._getframe(2), 2
     while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1

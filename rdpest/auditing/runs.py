@@ -137,7 +137,11 @@ def _run_group(
         returned = score_fn.score_many(bool(arm), list(seeds))
     # A mapping or set iterates over its keys (a {seed: score} dict gave the seeds as scores) or
     # in no fixed order; a scalar or a string is no sequence of scores.
-    if isinstance(returned, Mapping | Set | str | bytes) or not isinstance(returned, Iterable):
+    if (
+        isinstance(returned, Mapping | Set | str | bytes)
+        or not isinstance(returned, Iterable)
+        or getattr(returned, "ndim", 1) == 0  # a 0-d array or tensor: Iterable, not iterable
+    ):
         raise ValueError(
             f"score_fn.score_many must return a sequence of scores, one per seed in the seeds' "
             f"order (a list or 1-D array), got {type(returned).__name__} (include_canary="

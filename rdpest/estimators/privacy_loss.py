@@ -195,9 +195,11 @@ def _check_privacy_loss(ratio, X, Y) -> None:
         log_z = sign * ratio(sample, name)
         evidence = _log_capital(log_z)
         if evidence >= threshold:
+            log_mean = log_mean_exp(log_z)  # shown as a power of e where e^x overflows
+            mean = f"{math.exp(log_mean):.4g}" if log_mean < 700 else f"e^{log_mean:.6g}"
             raise ValueError(
                 f"log_ratio is not log p/q of the laws that drew these samples: the mean of "
-                f"{what} is {math.exp(log_mean_exp(log_z)):.4g}, above 1 beyond chance (a "
+                f"{what} is {mean}, above 1 beyond chance (a "
                 f"test at level {_RATIO_CHECK_LEVEL:g}), while for the privacy loss L = log p/q "
                 f"its expectation is at most 1 ({identity}). Markov and Hoeffding bounds "
                 "computed with it need not be lower bounds. Check its sign (log p/q with X ~ P "

@@ -673,6 +673,17 @@ def test_the_check_of_a_privacy_loss_does_not_depend_on_the_rows_order():
     HoeffdingRenyiBound(privacy_loss_bound=math.log(1.5), log_ratio=bernoulli).fit(X, Y)
 
 
+@pytest.mark.parametrize("offset", [800.0, -800.0, 1e300])
+def test_a_loss_off_by_a_huge_constant_is_refused_with_a_value_error(offset):
+    """Diff reviewer's finding: the refusal's message computed the mean of e^L, which overflowed
+    above e^709, so a constant of 800 (an unnormalised density in high dimension) raised a bare
+    OverflowError instead of the ValueError that names the mistake."""
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(0.5, 1, 500), rng.normal(0, 1, 500)
+    with pytest.raises(ValueError, match=r"is e\^[0-9.e+]+, above 1 .* normalising constants"):
+        MarkovRenyiBound(log_ratio=lambda x: 0.5 * x - 0.125 + offset).fit(X, Y)
+
+
 def test_a_loss_in_base_2_is_refused_where_it_would_overstate_the_divergence():
     """Reviewer's finding on the first version of the check (caps at 2, 8 and 64): log2 of the
     ratio of N(3, 1) against N(0, 1) passed in 20 of 20 seeds at n = 10,000 and certified up to
