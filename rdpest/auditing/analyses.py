@@ -9,8 +9,10 @@ at least one of the analyses accuses an honest pipeline is at most the sum of th
 Repeating an analysis with the same settings is not a new test (its verdict is the same), unless
 an estimator is unseeded (``random_state`` None where its fit draws splits): its fits draw new
 splits, so a repeat can give another verdict and is counted as another test. (A RandomState or
-Generator counts by its state: an audit copies it, so the same state fits the same way.) Another
-order or claim is another test, of another claim. :class:`rdpest.auditing.Auditor` names the
+Generator counts by its state: an audit copies it, so the same state fits the same way.) An
+analysis of a larger claim at the same order under other settings tested this claim too (its
+violation would have refuted it) and is counted; another order, or a smaller claim, is another
+test, of another claim. :class:`rdpest.auditing.Auditor` names the
 earlier analyses in its result (``config["earlier_analyses"]``) and its summary, and warns.
 """
 
@@ -119,9 +121,11 @@ def _outside_rdpest() -> int:
 
 
 def earlier_analyses(entries: list, claim: dict, settings: dict) -> list[dict]:
-    """The analyses among ``entries`` (a store's records) that tested ``claim`` under other
-    ``settings``: the latest verdict under each other setting, oldest setting first. Entries
-    with a level outside (0, 1) are skipped (a damaged record)."""
+    """The analyses among ``entries`` (a store's records) that tested ``claim``, or a larger ε_α
+    at its order, under other ``settings``: the latest verdict under each other setting, oldest
+    setting first. A violation of a larger claim would have refuted this one too, so such an
+    analysis was a test of it as well; a larger claim's entry names it (``claimed_epsilon``).
+    Entries with a level outside (0, 1) are skipped (a damaged record)."""
     earlier: dict[str, dict] = {}
     tested = _tested(settings)
     for entry in entries:
@@ -129,17 +133,33 @@ def earlier_analyses(entries: list, claim: dict, settings: dict) -> list[dict]:
         other_tested = _tested(other)
         level = other["beta"]
         if (
-            all(_same_value(entry.get(key), value) for key, value in claim.items())
+            _covers(entry, claim)
             and other_tested != tested
             and isinstance(level, Real)
             and not isinstance(level, bool)
             and 0 < level < 1
         ):
+            larger = not _same_value(entry["claimed_epsilon"], claim["claimed_epsilon"])
             earlier[json.dumps(other_tested, sort_keys=True)] = {
                 **other,
+                **({"claimed_epsilon": entry["claimed_epsilon"]} if larger else {}),
                 "verdict": entry.get("verdict"),
             }
     return list(earlier.values())
+
+
+def _covers(entry: dict, claim: dict) -> bool:
+    """Whether a recorded analysis tested ``claim``: the same order and an ε_α at least as large
+    (up to rounding), whose violation would have refuted ``claim`` as well."""
+    recorded = entry.get("claimed_epsilon")
+    if not (isinstance(recorded, Real) and not isinstance(recorded, bool)):
+        return False
+    epsilon = claim["claimed_epsilon"]
+    return all(
+        _same_value(entry.get(key), value)
+        for key, value in claim.items()
+        if key != "claimed_epsilon"
+    ) and (recorded >= epsilon or _same_value(recorded, epsilon))
 
 
 def _same_value(recorded, value) -> bool:
@@ -181,12 +201,18 @@ def retest_message(directory, claim: dict, earlier: list, beta: float) -> str:
     combined = min(1.0, beta + sum(float(entry["beta"]) for entry in earlier))
     return (
         f"the runs in {directory} were already analysed for this claim (ε_{claim['alpha']:g} = "
-        f"{claim['claimed_epsilon']:g}) under {len(earlier)} other setting(s) of the level, "
+        f"{claim['claimed_epsilon']:g}){_or_larger(earlier)} under {len(earlier)} other "
+        "setting(s) of the level, "
         f"schedule or estimators; each analysis spends its own β on the same runs, so the chance "
         f"that one of them accuses an honest pipeline is at most {combined:.3g}, not {beta:g}. "
         "Decide on the first analysis planned, or train new runs (another store or random_state) "
         "for another test"
     )
+
+
+def _or_larger(earlier: list) -> str:
+    """ " or a larger one" where an earlier analysis tested a larger ε_α (see earlier_analyses)."""
+    return " or a larger one" if any("claimed_epsilon" in e for e in earlier) else ""
 
 
 def earlier_line(earlier: list, beta: float) -> str:
@@ -198,14 +224,15 @@ def earlier_line(earlier: list, beta: float) -> str:
             runs = f"{entry['n_runs']}" + (
                 f" to {entry['max_runs']}" if entry["max_runs"] != entry["n_runs"] else ""
             )
-            described.append(
-                f"beta {level:g}, {runs} runs: {str(entry['verdict']).upper().replace('_', ' ')}"
-            )
+            larger = f", claim {entry['claimed_epsilon']:g}" if "claimed_epsilon" in entry else ""
+            verdict = str(entry["verdict"]).upper().replace("_", " ")
+            described.append(f"beta {level:g}, {runs} runs{larger}: {verdict}")
             total += level
         except (KeyError, TypeError, ValueError):
             continue
     return (
-        "these runs were also analysed for this claim under other settings ("
+        f"these runs were also analysed for this claim{_or_larger(earlier)} under other "
+        "settings ("
         + "; ".join(described)
         + f"): the chance that one of the analyses accuses an honest pipeline is at most "
         f"{min(total, 1.0):.3g}, not beta"

@@ -572,6 +572,36 @@ def test_a_claim_recomputed_with_other_rounding_is_the_same_claim(tmp_path):
     assert "earlier_analyses" not in another.run().config
 
 
+def test_an_analysis_of_a_larger_claim_counts_against_a_smaller_one(tmp_path):
+    """A violation of a larger claim at the same order refutes every smaller one, so analysing
+    ε_α = 2c under one setting and then c under another tests c twice: the second analysis names
+    the first (with its claim) and counts its level. An analysis of a smaller claim does not
+    count (its violation would not have refuted c), nor one at another order."""
+    mech = GaussianMechanismScore(noise_std=1.0)
+    claim = mech.claimed_epsilon(2.0)
+
+    def audit(epsilon, seed, alpha=2.0, store=tmp_path):
+        estimators = {
+            "bernoulli": BernoulliTPRFPRBaseline(alpha=alpha, direction="max", random_state=seed)
+        }
+        auditor = _audit(mech, store=store, estimators=estimators, alpha=alpha)
+        auditor.claimed_epsilon = epsilon
+        return auditor
+
+    audit(claim / 2, 0).run()  # smaller: not a test of claim
+    audit(2 * claim, 1, alpha=4.0).run()  # another order
+    audit(2 * claim, 2).run()
+    with pytest.warns(UserWarning, match=r"for this claim .* or a larger one under 1 other"):
+        result = audit(claim, 3).run()
+    [earlier] = result.config["earlier_analyses"]
+    assert earlier["claimed_epsilon"] == 2 * claim
+    assert f"60 runs, claim {2 * claim:g}: " in result.summary()
+    audit(2 * claim, 2, store=tmp_path / "same").run()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same setting as the larger claim's: the same bound
+        audit(claim, 2, store=tmp_path / "same").run()
+
+
 @pytest.mark.parametrize(
     ("store", "said"), [("", "empty path"), (" ", "empty path"), (b"x", "b'x'"), (123, "123")]
 )
