@@ -69,10 +69,11 @@ def evaluate(
         The audit store these scores are the runs of (the directory of an audit's ``O.npy`` and
         ``O_prime.npy``, or that store already open). The analysis is then recorded in its
         ``analyses.jsonl`` as an audit's would be, and earlier analyses of the same claim (or a
-        larger one at the same order) on those runs under other settings are named (``config["earlier_analyses"]``) with a
-        warning: each spent its own β on the same runs. The store's ``result.json`` is left as
-        the audit wrote it. A path is opened (and locked) before anything is fitted: a store in
-        use by an audit, or one that cannot be locked, is a ValueError at once.
+        larger one at the same order) on those runs under other settings are named
+        (``config["earlier_analyses"]``) with a warning: each spent its own β on the same runs.
+        The store's ``result.json`` is left as the audit wrote it. A path is opened (and locked)
+        before anything is fitted: a store in use by an audit, or one that cannot be locked, is a
+        ValueError at once.
 
     Returns
     -------
