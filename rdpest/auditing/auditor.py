@@ -484,7 +484,7 @@ class Auditor:
 
     def _record_analysis(self, store: RunStore, result: AuditResult, estimators: dict) -> None:
         """Record this analysis in the store, and name in the result (and a warning) the earlier
-        ones that tested the same claim on these runs under another level or schedule: each
+        ones that tested this claim (or a larger one) on these runs under other settings: each
         spent its own β on the same runs, so the chance that one of them accuses an honest
         pipeline is at most the sum of their levels (a union bound), not β."""
         claim = {"alpha": float(self.alpha), "claimed_epsilon": float(self.claimed_epsilon)}
