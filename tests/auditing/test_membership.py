@@ -373,7 +373,7 @@ def test_the_printed_tpr_ceiling_is_rounded_up_to_four_digits(claim, shown):
     1e-9), 10% above it; four significant digits, rounded up, stay within 0.1%."""
     readouts = {"auroc": 0.5, "tpr_at_fpr": {"0.01": 0.01}, "epsilon_lower_bound": 0.0}
     line = membership_line({**readouts, "delta": 1e-5, "beta": 0.05}, 2.0, claim)
-    assert f"the claim allows at most {shown})" in line
+    assert f"the claim allows a true TPR of at most {shown})" in line
 
 
 def test_the_summary_says_what_the_claim_allows_and_how_fine_the_fpr_is():
@@ -387,7 +387,7 @@ def test_the_summary_says_what_the_claim_allows_and_how_fine_the_fpr_is():
     fast = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, direction="max", random_state=0)}
     result = evaluate(rng.normal(0, 1, 400), rng.normal(1, 1, 400), 1.0, alpha=2.0, estimators=fast)
     line = next(x for x in result.summary().splitlines() if x.startswith("membership"))
-    assert "the claim allows at most 0.1405)" in line  # 0.140426, rounded up
+    assert "the claim allows a true TPR of at most 0.1405)" in line  # 0.140426, rounded up
     assert "(the claim implies ε <= 11.13 at this δ)" in line
     assert "no false positive" not in line  # 200 certifying runs resolve 1%
     few = evaluate(rng.normal(0, 1, 10), rng.normal(1, 1, 10), 1.0, alpha=2.0, estimators=fast)
