@@ -156,13 +156,18 @@ class _PrivacyLossEstimator(RenyiEstimatorBase):
         }
         return ratio, P[test_p], Q[test_q], split
 
-    def _check_exact_loss(self, P, Q, direction: str) -> None:
+    def _check_exact_loss(self, loss_on, direction: str) -> None:
         """For a callable ``log_ratio``: refuse it where the samples show it is not log p/q
-        (:func:`_check_privacy_loss`), checked as given, of the forward pair (X ~ P, Y ~ Q)."""
+        (:func:`_check_privacy_loss`), checked as given, of the forward pair (X ~ P, Y ~ Q).
+        ``loss_on(form)`` gives the direction's loss on its P ("p") or Q ("q") sample, the
+        values the fit computes anyway (the user's callable is not called again)."""
         checked = direction == "reverse" and self.direction == "max"  # by the forward fit
         if self._ratio_kind() == "exact" and not checked:
-            forward = (Q, P) if direction == "reverse" else (P, Q)
-            _check_privacy_loss(_DirectedLogRatio(self.log_ratio, 1.0), *forward)
+            # Forward: L on Y is the loss on Q's sample. Reverse: the loss is −L, on P = Y.
+            if direction == "reverse":
+                _check_privacy_loss(-loss_on("p"), -loss_on("q"))
+            else:
+                _check_privacy_loss(loss_on("q"), loss_on("p"))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -182,17 +187,17 @@ def _log_capital(log_z: np.ndarray) -> float:
     return float(logsumexp(logs)) - math.log(len(logs))
 
 
-def _check_privacy_loss(ratio, X, Y) -> None:
-    """Refuse a given privacy loss L of the forward pair (X ~ P, Y ~ Q) that the samples show is
-    not log p/q (see _RATIO_CHECK_LEVEL): a ValueError naming the mean that exceeds 1 and what
-    usually causes it."""
+def _check_privacy_loss(loss_y, loss_x) -> None:
+    """Refuse a given privacy loss L of the forward pair (X ~ P, Y ~ Q), whose values on Y and X
+    are given, that the samples show is not log p/q (see _RATIO_CHECK_LEVEL): a ValueError
+    naming the mean that exceeds 1 and what usually causes it."""
     checks = (
-        (Y, "Y", 1.0, "e^L over Y (the sample from Q)", "E_Q[p/q] <= 1"),
-        (X, "X", -1.0, "e^-L over X (the sample from P)", "E_P[q/p] <= 1"),
+        (loss_y, 1.0, "e^L over Y (the sample from Q)", "E_Q[p/q] <= 1"),
+        (loss_x, -1.0, "e^-L over X (the sample from P)", "E_P[q/p] <= 1"),
     )
     threshold = math.log(len(checks) / _RATIO_CHECK_LEVEL)
-    for sample, name, sign, what, identity in checks:
-        log_z = sign * ratio(sample, name)
+    for loss, sign, what, identity in checks:
+        log_z = sign * loss
         evidence = _log_capital(log_z)
         if evidence >= threshold:
             log_mean = log_mean_exp(log_z)  # shown as a power of e where e^x overflows
@@ -352,9 +357,16 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
 
     def _fit_direction(self, P, Q, beta, seed, direction) -> DirectionResult:
         ratio, P_cert, Q_cert, split = self._directed_loss(P, Q, seed, direction)
-        self._check_exact_loss(P, Q, direction)
         self.log_ratios_[direction] = ratio
         name_p, name_q = _sample_names(direction)
+        values: dict[str, np.ndarray] = {}
+
+        def loss_on(form: str) -> np.ndarray:  # each sample's loss, computed once
+            if form not in values:
+                values[form] = ratio(P_cert, name_p) if form == "p" else ratio(Q_cert, name_q)
+            return values[form]
+
+        self._check_exact_loss(loss_on, direction)
         alpha = float(self.alpha)
         forms = ("p", "q") if self.sample == "both" else (self.sample,)
         form_beta = beta / len(forms)  # union bound over the forms used
@@ -362,10 +374,10 @@ class MarkovRenyiBound(_PrivacyLossEstimator):
         for form in forms:
             if form == "p":
                 # E_P[e^{(α−1)L}] = E_Q[(p/q)^α] = e^{(α−1)D_α} (the definition of D_α).
-                log_mean = log_mean_exp((alpha - 1.0) * ratio(P_cert, name_p))
+                log_mean = log_mean_exp((alpha - 1.0) * loss_on("p"))
             else:
                 # Kim, Varshney & Alabi (2026), Thm 3.1: Z = e^{αL(Y)}, E_Q[Z] = e^{(α−1)D_α}.
-                log_mean = log_mean_exp(alpha * ratio(Q_cert, name_q))
+                log_mean = log_mean_exp(alpha * loss_on("q"))
             estimates[form] = log_mean / (alpha - 1.0)
             # Thm 3.1: Markov gives P(mean > E/β) <= β, i.e. log E >= log mean − log(1/β).
             raw_bounds[form] = (log_mean - math.log(1.0 / form_beta)) / (alpha - 1.0)
@@ -535,13 +547,13 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
     def _finish_fit(self) -> None:
         self.upper_bound_ = float(max(r.upper_bound for r in self.directions_.values()))
 
-    def _bounded_loss(self, ratio, A, name, direction) -> tuple[np.ndarray, int]:
-        """Loss values on A, checked (exact ratio) or clipped (estimated ratio) to [−B, B].
+    def _bounded_loss(self, values, name, direction) -> tuple[np.ndarray, int]:
+        """Loss values (on the samples of ``name``), checked (exact ratio) or clipped
+        (estimated ratio) to [−B, B].
 
         Returns the values and how many were clipped.
         """
         bound = float(self.privacy_loss_bound)
-        values = ratio(A, name)
         limit = bound + _BOUND_TOLERANCE * max(1.0, bound)
         if self._ratio_kind() == "exact":
             sign = "−log p/q" if direction == "reverse" else "log p/q"
@@ -561,11 +573,14 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
         self.log_ratios_[direction] = ratio
         name_p, name_q = _sample_names(direction)
         alpha, bound = float(self.alpha), float(self.privacy_loss_bound)
+        raw = {}  # the loss on each sample, unclipped (also what the exact loss's check reads)
         if self._ratio_kind() == "exact":
             # Assumption B.1 is about every x: a violation on the P samples refutes it too.
-            self._bounded_loss(ratio, P_cert, name_p, direction)
-        loss, n_clipped = self._bounded_loss(ratio, Q_cert, name_q, direction)
-        self._check_exact_loss(P, Q, direction)  # after the bound's checks, which name B
+            raw["p"] = ratio(P_cert, name_p)
+            self._bounded_loss(raw["p"], name_p, direction)
+        raw["q"] = ratio(Q_cert, name_q)
+        loss, n_clipped = self._bounded_loss(raw["q"], name_q, direction)
+        self._check_exact_loss(raw.__getitem__, direction)  # after the checks naming B
         n = loss.size
         # Z / M = e^{α(L − B)} ∈ [0, 1] (Assumption B.1), scaled so that M = e^{αB} never
         # overflows; log Ẑ = αB + log mean(Z/M).
@@ -610,5 +625,5 @@ class HoeffdingRenyiBound(_PrivacyLossEstimator):
     def _score_direction(self, X, Y, direction) -> float:
         ratio = self.log_ratios_[direction]
         _, name_q = _sample_names(direction)
-        loss, _ = self._bounded_loss(ratio, Y, name_q, direction)
+        loss, _ = self._bounded_loss(ratio(Y, name_q), name_q, direction)
         return log_mean_exp(float(self.alpha) * loss) / (float(self.alpha) - 1.0)
