@@ -31,6 +31,7 @@ threshold must not be chosen on the certifying half: the limits hold for a test 
 from __future__ import annotations
 
 import math
+from decimal import ROUND_CEILING, Decimal
 from numbers import Integral
 
 import numpy as np
@@ -256,12 +257,29 @@ def membership_line(
             f", which chance can lift above the true TPR: the claim allows a true TPR of at most "
             f"{shown:.{places}f}"
         )
-        implies = f" (the claim implies ε <= {epsilon:.4g} at this δ)"
+        implies = f" (the claim implies ε <= {_rounded_up(epsilon)} at this δ)"
     return (
         f"membership inference: AUROC {membership['auroc']:.3f}, TPR {at} at 1% FPR (point "
         f"estimates{allows}); certified (ε, δ = {delta:g})-DP lower bound ε >= "
         f"{membership['epsilon_lower_bound']:.3f} at level {1 - membership['beta']:.3g}{implies}"
     )
+
+
+def _rounded_up(value: float, digits: int = 4) -> str:
+    """``value`` with ``digits`` significant digits, rounded up, so that a ceiling printed is
+    never below the ceiling itself (``.4g`` rounds to nearest: 11.1249 printed as 11.12).
+
+    >>> _rounded_up(11.12491), _rounded_up(11.13), _rounded_up(123456.0), _rounded_up(0.0)
+    ('11.13', '11.13', '123500', '0')
+    """
+    if not math.isfinite(value) or value <= 0.0:
+        return f"{value:.{digits}g}"
+    places = digits - 1 - math.floor(math.log10(value))
+    # the shortest decimal that reads back as the same double (repr), rounded up exactly in
+    # Decimal: 11.13 stays 11.13, where the double's binary expansion (11.1300000000000008)
+    # would print 11.14
+    rounded = Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING)
+    return f"{rounded:f}"
 
 
 def tpr_ceiling(alpha: float, claimed_epsilon: float, fpr: float) -> float:

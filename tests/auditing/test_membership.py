@@ -27,6 +27,7 @@ from rdpest.auditing.membership import (
     membership_readouts,
     tpr_ceiling,
 )
+from rdpest.stats.conversions import rdp_to_dp
 from rdpest.stats.divergences import bernoulli_renyi_divergence
 from rdpest.stats.threshold_tests import positives
 from tests.helpers import (
@@ -374,6 +375,18 @@ def test_the_printed_tpr_ceiling_is_rounded_up_to_four_digits(claim, shown):
     readouts = {"auroc": 0.5, "tpr_at_fpr": {"0.01": 0.01}, "epsilon_lower_bound": 0.0}
     line = membership_line({**readouts, "delta": 1e-5, "beta": 0.05}, 2.0, claim)
     assert f"the claim allows a true TPR of at most {shown})" in line
+
+
+@pytest.mark.parametrize("claim", [0.506265664160401, 1.0, 1e-9, 3.7, 40.0])
+def test_the_printed_implied_epsilon_is_never_below_what_the_claim_implies(claim):
+    """The (ε, δ) the claim implies is a ceiling, printed rounded to nearest (".4g") it read
+    10.63 for 10.6329 (claim 0.5063): below the claim's own ε. Now four significant digits,
+    rounded up; the value shown is at least the exact one and within 0.1% of it."""
+    readouts = {"auroc": 0.5, "tpr_at_fpr": {"0.01": 0.01}, "epsilon_lower_bound": 0.0}
+    line = membership_line({**readouts, "delta": 1e-5, "beta": 0.05}, 2.0, claim)
+    shown = float(line.split("the claim implies ε <= ")[1].split(" ")[0])
+    exact = rdp_to_dp(claim, 2.0, 1e-5)
+    assert exact <= shown <= exact * (1 + 1e-3)
 
 
 def test_the_summary_says_what_the_claim_allows_and_how_fine_the_fpr_is():
