@@ -35,6 +35,7 @@ from torch import nn
 
 __all__ = ["ACTIVATIONS", "INPUT_TRANSFORMS", "BoundedMLP"]
 
+_Z_LIMIT = 1e9  # standardised inputs are clamped here (BoundedMLP.standardise)
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "elu": nn.ELU, "gelu": nn.GELU}
 INPUT_TRANSFORMS = ("standard", "asinh", "quadratic")
 
@@ -96,7 +97,13 @@ class BoundedMLP(nn.Module):
         inputs = getattr(self, "inputs", "standard")  # critics pickled before the option
         if inputs == "asinh":
             z = torch.asinh(z)
-        elif inputs == "quadratic":
+        else:
+            # A row 1e39 standard deviations out was inf in float32 (its products z_i·z_j from
+            # 1.8e19), and the net's inf − inf a NaN critic, estimate and score. Clamped at
+            # 1e9 (training rows lie within √n of the mean), the inputs and products stay
+            # finite in float32 through the net, and the critic is a fixed function of the row.
+            z = z.clamp(-_Z_LIMIT, _Z_LIMIT)
+        if inputs == "quadratic":
             i, j = torch.triu_indices(z.shape[-1], z.shape[-1], device=z.device)
             z = torch.cat([z, z[..., i] * z[..., j]], dim=-1)
         return z.to(torch.float32)

@@ -201,3 +201,28 @@ def test_quadratic_inputs_close_most_of_a_scale_changes_underestimate():
     standard, quadratic = np.array(errors["standard"]), np.array(errors["quadratic"])
     assert np.all(standard < -0.1)
     assert np.median(np.abs(quadratic)) < 0.7 * np.median(np.abs(standard))
+
+
+@pytest.mark.parametrize("inputs", INPUT_TRANSFORMS)
+def test_a_row_far_beyond_float32_gives_a_finite_critic_estimate_and_score(inputs):
+    """Estimator reviewer's finding: a P row at 1e100 among N(1, 1) rows, landing in the
+    certifying part, made the standardised input inf in float32 and the critic NaN there:
+    divergence_ and score() were NaN, log_ratio([1e39]) NaN ("quadratic" from 1e20), and the
+    certificate's NaN became a bound of 0. The critic must stay finite (its bound) however far
+    out a row lies, and the fit match the one with the row at 1e10, beyond which the clamped
+    critic is the same."""
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(1, 1, 200), rng.normal(0, 1, 200)
+    fits = [
+        DVRenyiEstimator(
+            alpha=2.0, max_epochs=10, random_state=0, point_estimate="split", critic_inputs=inputs
+        ).fit(np.r_[X[:-1], far], Y)
+        for far in (1e10, 1e100, 1.7e308)
+    ]
+    for est in fits:
+        values = est.log_ratio(np.array([0.0, 1e20, 1e39, 1e100, -1e300, 1.7e308]))
+        assert np.all(np.isfinite(values)) and np.all(np.abs(values) <= est.critic_bound)
+        assert np.isfinite(est.divergence_) and np.isfinite(est.score(X, Y))
+    if inputs != "asinh":  # asinh keeps growing (asinh(1e100) = 231): a different critic there
+        assert len({(e.divergence_, e.lower_bound_) for e in fits}) == 1
+        assert fits[0].lower_bound_ > 0.0
