@@ -401,16 +401,16 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         }
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, Y=None):
-        # Validated before torch sees n_threads (0 would be a raw torch RuntimeError); the base
-        # class validates again, which is cheap.
+    def _fit(self, X, Y):
+        # Validated before torch sees n_threads (0 would be a raw torch RuntimeError), inside
+        # the base class's fit so that a refusal unfits; it validates again, which is cheap.
         self._validate_params()
         # Torch's thread count is process-wide: set it for this fit only, restored even on error.
         previous_threads = torch.get_num_threads()
         if self.n_threads is not None:
             torch.set_num_threads(int(self.n_threads))
         try:
-            return super().fit(X, Y)
+            return super()._fit(X, Y)
         finally:
             torch.set_num_threads(previous_threads)
 

@@ -63,6 +63,11 @@ def _fails_on_small_samples(A):
         # a refit refused before any direction is fitted (too few rows, another dimension)
         (ESTIMATORS[0], lambda e, X, Y: e.fit(np.c_[X, X][:3], np.c_[Y, Y][:3])),
         (ESTIMATORS[1], lambda e, X, Y: e.fit(X[:1], Y[:1])),
+        # a bad parameter, which DVRenyiEstimator validated before the base class's fit
+        (
+            DVRenyiEstimator(hidden_layer_sizes=(8,), max_epochs=5, random_state=0),
+            lambda e, X, Y: e.set_params(alpha=0.5).fit(X, Y),
+        ),
         # refits that fail half-way: the privacy loss leaves its bound; the score function raises
         (
             HoeffdingRenyiBound(privacy_loss_bound=0.5, log_ratio=_laplace_loss),
@@ -73,7 +78,7 @@ def _fails_on_small_samples(A):
             lambda e, X, Y: e.fit(X[:50], Y[:50]),
         ),
     ],
-    ids=["dv", "markov", "hoeffding", "bernoulli"],
+    ids=["dv", "markov", "dv-parameter", "hoeffding", "bernoulli"],
 )
 def test_a_fit_that_raises_leaves_the_estimator_unfitted(est, refit):
     """Bug: a refit that raised kept the earlier fit's divergence_, lower_bound_ and
