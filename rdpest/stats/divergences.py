@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
 from rdpest.stats.quadrature import (
     _log_abs_expm1,
@@ -125,19 +126,26 @@ def _gaussian_renyi_divergence(
     z = 1.0 + (1.0 - alpha) * v
     if not z > 0.0:
         return math.inf
+    # ln(σ_q/σ_p) = −½ log1p(v) loses σ_p²/σ_q² once it is below the rounding of 1 (v rounds
+    # to −1): there, the logarithms of the two deviations themselves.
+    log_variance_ratio = 2.0 * (math.log(std_p) - math.log(std_q)) if v <= -0.5 else None
+    variance_part = _variance_part(alpha, v, log_variance_ratio)
+    return variance_part + alpha / (2.0 * z) * ((mean_p - mean_q) / std_q) ** 2
+
+
+def _variance_part(alpha: float, v: float, log_variance_ratio: float | None = None) -> float:
+    """ln(σ_q/σ_p) + ln(σ_q²/s²)/(2(α−1)), the variance term of the Gaussian D_α, from
+    v = σ_p²/σ_q² − 1 (with 1 + (1−α)v > 0); ``log_variance_ratio`` = ln(σ_p²/σ_q²), which the
+    caller must give where v <= −0.5 (v then carries too little of σ_p²/σ_q²)."""
     if abs(v) * max(1.0, alpha - 1.0) <= 0.1:
         # Expanding both log1p: ½ Σ_{k>=2} [(α−1)^{k−1} + (−1)^k] v^k / k, terms shrinking by a
         # factor <= 0.1 (the k = 1 terms cancel exactly).
-        variance_part = 0.0
+        total = 0.0
         for k in range(20, 1, -1):
-            variance_part += ((alpha - 1.0) ** (k - 1) + (-1.0) ** k) * v**k / k
-        variance_part *= 0.5
-    else:
-        # ln(σ_q/σ_p) = −½ log1p(v), which loses σ_p²/σ_q² once it is below the rounding of 1
-        # (v rounds to −1): there, the logarithms of the two deviations themselves.
-        log_ratio = -0.5 * math.log1p(v) if v > -0.5 else math.log(std_q) - math.log(std_p)
-        variance_part = log_ratio - math.log1p((1.0 - alpha) * v) / (2.0 * (alpha - 1.0))
-    return variance_part + alpha / (2.0 * z) * ((mean_p - mean_q) / std_q) ** 2
+            total += ((alpha - 1.0) ** (k - 1) + (-1.0) ** k) * v**k / k
+        return 0.5 * total
+    log_ratio = -0.5 * (math.log1p(v) if v > -0.5 else log_variance_ratio)
+    return log_ratio - math.log1p((1.0 - alpha) * v) / (2.0 * (alpha - 1.0))
 
 
 def _symmetric_covariance(cov, name: str, dimension: int) -> np.ndarray:
@@ -221,18 +229,31 @@ def multivariate_gaussian_renyi_divergence(alpha: float, mean_p, cov_p, mean_q, 
     # Gil, Alajaji & Linder (2013), multivariate Gaussian: with Σ_α = α Σ_q + (1−α) Σ_p positive
     # definite,
     # D = α/2 Δᵀ Σ_α⁻¹ Δ − 1/(2(α−1)) · ln( det Σ_α / (det Σ_p^{1−α} det Σ_q^α) ).
-    # Σ_α and the log-determinant ratio are arranged so that Σ_p == Σ_q gives Σ_α == Σ_q and a
-    # log-determinant term of exactly 0 (no rounding residue when P and Q differ only in mean).
-    cov_alpha = cov_q + (1.0 - alpha) * (cov_p - cov_q)
-    try:
-        chol = np.linalg.cholesky(cov_alpha)
-    except np.linalg.LinAlgError:
+    # Evaluated in the basis that whitens Σ_q (L the Cholesky factor of Σ_q) and diagonalises
+    # E = L⁻¹(Σ_p − Σ_q)L⁻ᵀ = V diag(v) Vᵀ, where Σ_α becomes diag(1 + (1−α)v) and the laws are
+    # independent coordinates: D is the sum of the univariate variance terms of the v_i
+    # (_variance_part, whose series keeps ≈ α v²/4 accurate as Σ_p → Σ_q; the log-determinants
+    # of Σ_α, Σ_p and Σ_q, differenced, lost it: Σ_p = (1 + 1e-10)·Σ_q gave half the divergence)
+    # and α/2 Σ_i w_i² / (1 + (1−α)v_i), w = Vᵀ L⁻¹ Δ. Σ_p == Σ_q gives v = 0 and exactly the
+    # mean term.
+    chol_q = np.linalg.cholesky(cov_q)
+    half = solve_triangular(chol_q, cov_p - cov_q, lower=True)
+    excess = solve_triangular(chol_q, half.T, lower=True)
+    v, basis = np.linalg.eigh(0.5 * (excess + excess.T))
+    z = 1.0 + (1.0 - alpha) * v
+    if not np.all(z > 0.0):
         return math.inf
-    log_det_alpha = 2.0 * float(np.sum(np.log(np.diag(chol))))
-    whitened = np.linalg.solve(chol, mean_p - mean_q)
-    mahalanobis = float(whitened @ whitened)
-    log_det_ratio = (log_det_alpha - log_det_q) - (1.0 - alpha) * (log_det_p - log_det_q)
-    return 0.5 * alpha * mahalanobis - log_det_ratio / (2.0 * (alpha - 1.0))
+    w = basis.T @ solve_triangular(chol_q, mean_p - mean_q, lower=True)
+    mahalanobis = float(np.sum(w**2 / z))
+    low = v <= -0.5
+    variance = sum(_variance_part(alpha, float(x)) for x in v[~low])
+    if np.any(low):
+        # Where v_i <= −0.5, ln(1 + v_i) from v_i alone loses a tiny eigenvalue of Σ_q⁻¹Σ_p: the
+        # log-determinants give the low coordinates' sum, less the others' log1p.
+        log_low = (log_det_p - log_det_q) - float(np.sum(np.log1p(v[~low])))
+        shrink = float(np.sum(np.log1p((1.0 - alpha) * v[low])))
+        variance += -0.5 * log_low - shrink / (2.0 * (alpha - 1.0))
+    return variance + 0.5 * alpha * mahalanobis
 
 
 @finite_result()
@@ -464,6 +485,13 @@ def _bernoulli_renyi_divergence(alpha: float, p: float, q: float) -> float:
     with np.errstate(divide="ignore"):
         log_ratios = np.log([p, 1.0 - p]) - np.log([q, 1.0 - q])
         log_abs_u = np.log(abs(p - q)) - np.log([q, 1.0 - q])
+    # log1p of the relative gap u (p − q exact when close) keeps the digits that the difference
+    # of two logarithms rounds away: α multiplies that rounding (2.9e-9 relative at α = 1e6,
+    # p = 0.01000001, q = 0.01). Below u = −0.5, u itself has lost the ratio's digits.
+    with np.errstate(over="ignore"):
+        u = np.array([p - q, q - p]) / np.array([q, 1.0 - q])
+    near = np.isfinite(u) & (u > -0.5)
+    log_ratios[near] = np.log1p(u[near])
     sign_u = np.array([1.0, -1.0]) * math.copysign(1.0, p - q)
     log_terms = np.log([q, 1.0 - q]) + _log_excess(alpha, log_ratios, log_abs_u, sign_u)
     log_excess_moment = np.logaddexp(log_terms[0], log_terms[1])
