@@ -29,6 +29,7 @@ __all__ = ["renyi_divergence_quadrature"]
 _QUAD_EPSREL = 1e-12
 # What the callers document: a relative error of about 1e-10 in the divergence.
 _PROMISED_RTOL = 1e-10
+_ROUNDING = 1e-15  # a bound on the relative rounding of a moment summed over the pieces
 
 
 def _quad(
@@ -402,7 +403,9 @@ def renyi_divergence_quadrature(
     RuntimeWarning
         When the quadrature's own error estimate puts the moment's relative error above 1e-10
         (for example a density with features finer than ``(upper − lower)/1000`` not named in
-        ``points``); the value is still returned.
+        ``points``), or when the log moment, about (α−1)·D, is below 1e-5 (α close to 1, or
+        a tiny divergence), where the moment's rounding alone may cost D more than 1e-10 of
+        its relative accuracy; the value is still returned.
 
     Examples
     --------
@@ -453,6 +456,21 @@ def renyi_divergence_quadrature(
     )
     if log_moment == -math.inf:
         raise ValueError("logpdf_p is -inf on the whole of [lower, upper]; widen the range")
+    # D = log M / (α−1) with log M ≈ (α−1)·D: the moment's rounding in the sum of the pieces
+    # (measured at most about 7e-16 relative on Gaussian and Laplace pairs from α = 1 + 1e-13 to
+    # 2, D from 1e-9 to 13) is a relative error of about that over abs(log M) in D (4.4e-4 at
+    # α = 1 + 1e-12, D = 0.5), which the quadrature's own error estimate does not see.
+    if 0.0 < abs(log_moment) < _ROUNDING / _PROMISED_RTOL:
+        warnings.warn(
+            f"the log moment is only {log_moment:.1e} (about (α − 1)·D, with α − 1 = "
+            f"{alpha - 1.0:.1e}), so the moment's rounding may leave the divergence a relative "
+            f"accuracy of only about {_ROUNDING / abs(log_moment):.0e}, worse than the "
+            f"{_PROMISED_RTOL:.0e} aimed for; at orders this close to 1 the Kullback–Leibler "
+            "divergence (the limit α → 1), and for any tiny divergence a closed form, is the "
+            "better number",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return log_moment / (alpha - 1.0)
 
 
