@@ -16,13 +16,17 @@ Every audit result carries ``power``:
   runs could show a divergence through it: the verdict is "underpowered", with a sentence that
   names the score function, not the number of runs, as the cause.
 - ``detectable_epsilon``: the smallest ε_α that the audit flags with probability at least
-  ``target_power`` when the scores follow ``reference_model`` (:mod:`rdpest.stats.power`: Gaussian
-  location scores, the shape of DP-SGD's privacy loss), predicted from each certified
+  ``target_power`` when the scores follow ``reference_model`` (:mod:`rdpest.stats.power`:
+  Gaussian location scores, the shape of DP-SGD's privacy loss), predicted from each certified
   estimator's certificates (its threshold test; the DV estimator's variational bracket with the
   exact log-ratio critic) at its share of β, taking the best; None when none can exceed the
   claim. The exact critic makes the model optimistic, so the ε is where it predicts
   ``model_power`` (:data:`MODEL_POWER`, above ``target_power``). Predictions and audits'
   realised power, at that ε among other cells, are in benchmarks/results/auditing/power.md.
+  It is a divergence between the laws of the scores with and without the canary, at most the
+  pipeline's (data processing) and possibly far below it: a canary that barely moves the
+  model, or a score swamped by the randomness of initialisation or sampling, hides a
+  violation of any size, and the sentence says so.
 - ``unmodelled``: the certified estimators whose power the model does not cover at the audit's
   α, claim and sample sizes (the DV estimator above α = 2, or for a claim above 3/8 of the
   largest bound it can certify: there its learned critic realised less power than the model
@@ -273,6 +277,8 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
         )
     return (
         f"not refuted: with {n_runs} runs per side this audit detects {eps} >= {detectable:.3g} "
-        f"with {target:.0%} probability (reference: Gaussian location scores); no certified "
-        f"lower bound exceeds the claimed {eps} = {claimed}" + uncounted + shortfall
+        f"between the scores with and without the canary with {target:.0%} probability "
+        "(reference: Gaussian location scores; a violation the canary's score does not show "
+        f"goes unseen at any size); no certified lower bound exceeds the claimed {eps} = "
+        f"{claimed}" + uncounted + shortfall
     )

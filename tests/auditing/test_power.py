@@ -207,6 +207,13 @@ def test_three_verdicts_and_the_power_sentence():
     detectable = honest.power["detectable_epsilon"]
     assert 1.0 < detectable < 16.0
     assert f"with 200 runs per side this audit detects ε_2 >= {detectable:.3g}" in honest.summary()
+    # DP-SGD reviewer's finding: the sentence read as the training's ε_2, and trainings with
+    # 1/500 of the claimed noise (true ε_2 ~ 4e4), their canary's loss drowned by random
+    # initialisation, read "not refuted ... detects ε_2 >= 3.17": it says it is the scores'
+    assert "between the scores with and without the canary" in honest.summary()
+    assert (
+        "a violation the canary's score does not show goes unseen at any size" in honest.summary()
+    )
 
     buggy = _audit(0.25, 200)
     assert buggy.verdict == "violation"
