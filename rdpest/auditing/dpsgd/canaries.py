@@ -34,7 +34,21 @@ __all__ = ["CANARIES", "canary_loss", "make_canary"]
 CANARIES = ("blank", "clipbkd")
 
 
+def _scalar_label(label):
+    """A one-number integer tensor or array (``torch.tensor(1)``, as a user's dataset yields
+    labels) as a Python int; anything else as it is, for the caller to check."""
+    if isinstance(label, torch.Tensor) and label.numel() == 1:
+        if not (
+            label.dtype.is_floating_point or label.dtype.is_complex or label.dtype == torch.bool
+        ):
+            return int(label.item())
+    elif isinstance(label, np.ndarray) and label.size == 1 and label.dtype.kind in "iu":
+        return int(label.reshape(-1)[0])
+    return label
+
+
 def _check_label(label, n_classes: int | None) -> int:
+    label = _scalar_label(label)
     if isinstance(label, bool) or not isinstance(label, numbers.Integral | np.integer):
         raise ValueError(f"label must be an integer class, got {label!r}")
     label = int(label)
@@ -247,8 +261,7 @@ def canary_loss(model: nn.Module, x, y) -> float:
     True
     """
     module = unwrap_module(check_module(model))
-    if isinstance(y, torch.Tensor) and y.numel() == 1:
-        y = int(y.item())
+    y = _scalar_label(y)  # a float tensor of 1.5 was once taken as class 1
     if isinstance(y, bool) or not isinstance(y, numbers.Integral):
         raise ValueError(f"y must be an integer class, got {y!r}")
     device = module_device(module)

@@ -401,6 +401,14 @@ def check_model(model: nn.Module, batch: torch.Tensor, n_classes: int) -> None:
             f"(float32, one per class: {expected[1]} classes), got "
             f"{tuple(out.shape)}{'' if out.dtype == torch.float32 else f' of {out.dtype}'}"
         )
+    if not bool(torch.isfinite(out).all()):
+        # before any training: pretraining ran on a NaN loss unsaid, and the first run then
+        # failed with "score_fn returned nan ... a training run diverged?" (DP-SGD review)
+        raise ValueError(
+            f"the model's logits on a batch of the audit's data (shape {tuple(batch.shape)}) "
+            "are not all finite (NaN or inf) before any training: check its forward pass and "
+            "its initial weights"
+        )
     _check_gradients(model, batch)
 
 

@@ -316,6 +316,13 @@ def test_user_canary_and_errors(digits):
         make_canary("blank", X, y, label=10)
     with pytest.raises(ValueError, match="label"):
         make_canary((np.ones(64), 1.5), X, y)
+    # DP-SGD reviewer's finding: a 0-d integer tensor, as a torch dataset yields labels, was
+    # refused as "label must be an integer class, got tensor(1)"; OpacusTraining took it
+    for scalar in (torch.tensor(4), np.array(4), np.int64(4), torch.tensor([4])):
+        assert make_canary((np.ones(64), scalar), X, y)[1] == 4
+    for bad in (torch.tensor(1.5), torch.tensor(True), np.array(1.0), torch.tensor([1, 2])):
+        with pytest.raises(ValueError, match="label"):
+            make_canary((np.ones(64), bad), X, y)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -517,6 +524,9 @@ def test_canary_loss_matches_cross_entropy_and_unwraps_opacus():
     assert net.training
     with pytest.raises(ValueError, match="class"):
         canary_loss(net, x, 4)
+    assert canary_loss(net, x, torch.tensor(1)) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="integer class"):  # was taken as class 1
+        canary_loss(net, x, torch.tensor(1.5))
 
 
 @pytest.mark.parametrize(

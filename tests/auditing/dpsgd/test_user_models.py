@@ -149,6 +149,15 @@ class _Unused(nn.Module):
         return self.linear(x)
 
 
+class _NanLogits(nn.Module):
+    def __init__(self, n_features, n_classes):
+        super().__init__()
+        self.linear = nn.Linear(n_features, n_classes)
+
+    def forward(self, x):
+        return self.linear(x) * float("nan")
+
+
 class _Tuple(nn.Module):
     def __init__(self, n_features, n_classes):
         super().__init__()
@@ -186,6 +195,9 @@ class _Tuple(nn.Module):
         (lambda f, c: nn.Linear(f, c).requires_grad_(False), "no trainable parameters"),
         (lambda f, c: nn.Flatten(), "no trainable parameters"),
         (_Unused, r"parameter\(s\) 'unused.weight', 'unused.bias' get no gradient"),
+        # DP-SGD reviewer's finding: NaN logits pretrained on a NaN loss unsaid, and the first
+        # run failed as "score_fn returned nan ... a training run diverged?"
+        (_NanLogits, "logits .* are not all finite .* before any training"),
     ],
 )
 def test_a_factory_that_cannot_be_trained_is_refused_before_any_training(
