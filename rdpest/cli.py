@@ -164,6 +164,11 @@ def _cmd_evaluate(args) -> int:
     _check_order_and_level(args)
     estimators = _chosen_estimators(args)
     without, with_ = load_samples(args.without), load_samples(args.with_canary)
+    if os.path.samefile(args.without, args.with_canary):  # CLI review: a verdict on O vs O,
+        raise ValueError(  # recorded in the store's analyses as a test of its runs
+            f"{args.without} and {args.with_canary} are the same file: give the scores without "
+            "the canary and those with it"
+        )
     store = _store_of(args.without, args.with_canary)
     opened = None
     if store is not None:
@@ -284,6 +289,14 @@ def _check_out_dir(out: Path) -> None:
         target = out / name
         if target.exists() and not target.is_file():
             raise ValueError(f"--out {out}: {target} exists and is not a file")
+    # Files by those names in a folder that no audit made (no run store) are the user's own:
+    # an audit overwrote them without a word (CLI review)
+    present = [name for name in _AUDIT_OUTPUTS if (out / name).exists()]
+    if present and not (out / "config.json").is_file():
+        raise ValueError(
+            f"--out {out} holds {', '.join(present)} but no audit's run store (config.json): "
+            "the audit would overwrite them; choose another --out, or move them"
+        )
 
 
 class _UsageError(ValueError):

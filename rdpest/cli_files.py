@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -75,6 +76,44 @@ def _is_npy(file: Path) -> bool:
         return handle.read(6) == b"\x93NUMPY"
 
 
+def _check_npz(file: Path) -> None:
+    """A ValueError unless the file starts as a zip archive, as .npz files do: a .npy file
+    named .npz met numpy's array without a context manager (a TypeError), and other bytes
+    numpy's advice to load pickles (CLI review)."""
+    with open(file, "rb") as handle:
+        start = handle.read(6)
+    if start == b"\x93NUMPY":
+        raise ValueError("it is a NumPy .npy file, not an .npz archive: name it .npy")
+    if start[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
+        raise ValueError("it is not an .npz archive (a zip file of .npy arrays)")
+
+
+def _warn_of_decimal_commas(path: str, lines: list[str], skip: int, data) -> None:
+    """Warn where every row of a .csv is two whole numbers, the second all digits and one of
+    them with a leading zero (or a first field of -0), as one column written with decimal
+    commas reads (1,125730 for 1.125730; -0,5 lost its sign): it is read as two columns, and
+    gave an estimate without a word (CLI review)."""
+    rows = [line.strip() for line in lines[skip:] if line.strip()]
+    if not (data.ndim == 2 and data.shape[1] == 2 and all(_DECIMAL_COMMA.match(r) for r in rows)):
+        return
+    # whole-number pairs (counts: "1,2") are samples too; a fraction's digits show themselves
+    # by a leading zero ("1,05"), a whole number by none, and "-0" is no integer anyone writes
+    parts = [row.split(",") for row in rows]
+    if any(len(b) > 1 and b[0] == "0" for _, b in parts) or any(
+        a in ("-0", "+0") for a, _ in parts
+    ):
+        warnings.warn(
+            f"{path}: every row is two whole numbers separated by a comma ({rows[0]}): one "
+            "column written with decimal commas? It is read as two columns; if so, write "
+            "decimal points",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+_DECIMAL_COMMA = re.compile(r"^[+-]?\d+,\d+$")
+
+
 def load_samples(path: str) -> np.ndarray:
     """Read a sample from .npy, .npz (first array), .csv or .txt (whitespace separated).
 
@@ -101,6 +140,7 @@ def load_samples(path: str) -> np.ndarray:
                 raise ValueError("it is not a NumPy .npy file (its magic string is missing)")
             data = np.load(file, allow_pickle=False)
         elif suffix == ".npz":
+            _check_npz(file)
             with np.load(file, allow_pickle=False) as archive:
                 if not archive.files:
                     raise ValueError("it holds no arrays")
@@ -132,6 +172,8 @@ def load_samples(path: str) -> np.ndarray:
                 warnings.filterwarnings("ignore", "loadtxt: input contained no data")
                 data = np.loadtxt(lines, delimiter=delimiter, ndmin=1, skiprows=skip)
             _warn_of_pandas_layouts(path, first, skip, delimiter, np.asarray(data))
+            if delimiter == ",":
+                _warn_of_decimal_commas(path, lines, skip, np.asarray(data))
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot read {path}: {exc or type(exc).__name__}") from None
     data = np.asarray(data)

@@ -200,7 +200,14 @@ def _audit_argv(out) -> list[str]:
 
 @pytest.mark.parametrize(
     "layout",
-    ["out-is-file", "out-under-file", "result-is-dir", "samples-are-dir", "unwritable"],
+    [
+        "out-is-file",
+        "out-under-file",
+        "result-is-dir",
+        "samples-are-dir",
+        "unwritable",
+        "users-own-files",
+    ],
 )
 def test_audit_checks_its_paths_before_any_training(tmp_path, capsys, no_training, layout):
     out = tmp_path / "out"
@@ -217,11 +224,19 @@ def test_audit_checks_its_paths_before_any_training(tmp_path, capsys, no_trainin
     elif layout == "samples-are-dir":
         (out / "O.npy").mkdir(parents=True)
         needle = "O.npy exists and is not a file"
+    elif layout == "users-own-files":  # CLI review: an audit overwrote them without a word
+        out.mkdir()
+        np.save(out / "O.npy", np.arange(3.0))
+        (out / "result.json").write_text('{"mine": true}')
+        needle = "holds result.json, O.npy but no audit's run store"
     else:  # /proc refuses new directories even to root
         out = "/proc/rdpest-cannot-write-here"
         needle = "not a writable directory"
     assert main(_audit_argv(out)) == 1
     _one_error_line(capsys, "audit", needle)
+    if layout == "users-own-files":
+        assert np.array_equal(np.load(out / "O.npy"), np.arange(3.0))
+        assert (out / "result.json").read_text() == '{"mine": true}'
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "x"])

@@ -179,6 +179,8 @@ def test_evaluate_errors_name_the_file(tmp_path, capsys):
             f"{wide} must be a 1-D array of scores (or a single column), got shape (20, 2)",
         ),
         (tmp_path / "missing.npy", good, "no such file"),
+        # CLI review: O against O gave a verdict, recorded in a store's analyses
+        (good, good, f"{good} and {good} are the same file"),
     ]
     # a file named like evaluate's own argument is named once, not renamed again
     named = tmp_path / "losses_with_canary.csv"
@@ -241,6 +243,47 @@ def test_numbers_in_another_layout_are_not_called_a_header(tmp_path, name, text,
     with pytest.raises(ValueError, match=said) as caught:
         load_samples(str(file))
     assert "header" not in str(caught.value)
+
+
+def _write_npy_bytes(path):
+    with open(path, "wb") as handle:  # np.save(path) would append .npy to the name
+        np.save(handle, np.ones(5))
+
+
+def test_a_csv_column_with_decimal_commas_is_named(tmp_path):
+    """CLI review: one column written with decimal commas (1,125730) read as two columns of
+    whole numbers (the sign of -0,5 lost) and gave an estimate without a word. Whole-number
+    pairs without a leading zero after the comma stay silent."""
+    euro = tmp_path / "euro.csv"
+    euro.write_text("loss\n1,125730\n0,067895\n-0,5\n")
+    with pytest.warns(UserWarning, match="one column written with decimal commas"):
+        assert load_samples(str(euro)).shape == (3, 2)
+    signed = tmp_path / "signed.csv"
+    signed.write_text("1,5\n-0,25\n")
+    with pytest.warns(UserWarning, match="decimal commas"):
+        load_samples(str(signed))
+    counts = tmp_path / "counts.csv"
+    counts.write_text("a,b\n1,2\n3,40\n0,7\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_samples(str(counts)).shape == (3, 2)
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (_write_npy_bytes, "it is a NumPy .npy file, not an .npz archive"),
+        (lambda p: p.write_text("hello\n"), r"it is not an .npz archive \(a zip file"),
+    ],
+)
+def test_a_file_named_npz_that_is_no_archive_is_named(tmp_path, content, said):
+    """CLI review: a .npy file named .npz failed with "'numpy.ndarray' object does not support
+    the context manager protocol", and other bytes with numpy's advice to load pickles."""
+    path = tmp_path / "s.npz"
+    content(path)
+    with pytest.raises(ValueError, match=said) as caught:
+        load_samples(str(path))
+    assert "pickle" not in str(caught.value)
 
 
 def test_headered_csv_skips_only_a_non_numeric_first_line(tmp_path):

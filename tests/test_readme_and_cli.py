@@ -271,11 +271,13 @@ def test_fail_on_violation_exit_status(tmp_path, monkeypatch, capsys, verdict, s
     estimates = {"dv": {"divergence": 2.0, "lower_bound": 1.5, "certified": True, "beta": 0.05}}
     fixed = AuditResult(np.zeros(4), np.ones(4), 1.0, 2.0, 0.05, estimates, verdict, {})
     monkeypatch.setattr(DPSGDAuditor, "run", lambda self: fixed)
-    argv = ["audit", "--runs", "12", "--steps", "3", "--n-jobs", "1", "--out", str(tmp_path)]
-    assert main([*argv, "--fail-on-violation"]) == status
+    argv = ["audit", "--runs", "12", "--steps", "3", "--n-jobs", "1", "--out"]
+    assert main([*argv, str(tmp_path / "a"), "--fail-on-violation"]) == status
     assert EXIT_VIOLATION == 3 not in (0, 1, 2)
     assert f"verdict: {verdict.upper().replace('_', ' ')}" in capsys.readouterr().out
-    assert main(argv) == 0  # without the flag a violation is a finding, not a failure
+    # without the flag a violation is a finding, not a failure (another folder: the fixed
+    # result leaves no run store, and result.json without one is refused as the user's own)
+    assert main([*argv, str(tmp_path / "b")]) == 0
 
 
 def test_audit_command_runs_a_sequential_audit(tmp_path, capsys):
