@@ -73,6 +73,18 @@ def test_readme_commands_are_the_ci_commands():
     assert "pip install -e . && rdpest audit" in readme
 
 
+def test_estimates_at_orders_beyond_the_benchmarks_carry_a_note(capsys):
+    """CLI review: quickstart's D_α = 1 was estimated 5.29 at α = 100 (48408 at α = 1e6) and
+    printed as a plain result; beyond α = 32 the output says how little the point estimate
+    is worth there, and that the bound stays valid. At α = 32 and below there is no note."""
+    assert main(["quickstart", "--alpha", "100", "--n", "300", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert "at α = 100 the point estimate rests on rare values" in report["note"]
+    assert "the certified lower bound stays valid" in report["note"]
+    assert main(["quickstart", "--alpha", "32", "--n", "300", "--json"]) == 0
+    assert "note" not in json.loads(capsys.readouterr().out)
+
+
 def test_quickstart_json(capsys):
     """Catches a quickstart that does not pass its options (n, seed, alpha) to the estimator or
     the generator: its numbers must be those of the library call it stands for."""
