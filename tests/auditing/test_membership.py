@@ -328,7 +328,7 @@ def test_the_membership_delta_flag_of_evaluate_and_audit(tmp_path, capsys, monke
     # Where rdpest.auditing's lazy attribute finds it (patching rdpest.auditing itself would
     # leave a concrete attribute behind once undone, hiding later patches of the same kind).
     monkeypatch.setattr("rdpest.auditing.dpsgd.DPSGDAuditor", FakeAuditor)
-    audit = ["audit", "--runs", "10", "--steps", "2", "--n-jobs", "1", "--out", str(tmp_path)]
+    audit = ["audit", "--runs", "10", "--steps", "2", "--n-jobs", "1", "--out", str(tmp_path / "a")]
     with pytest.raises(Stop):
         main(["--traceback", *audit, "--membership-delta", "0.02"])
     assert seen["membership_delta"] == 0.02
