@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import output_folder
 from tqdm.auto import tqdm
 
 from rdpest import DVRenyiEstimator
@@ -74,7 +75,10 @@ def run(name: str, params: dict, family: str, d: float, n: int) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help="results folder (resumes)")
-    out = parser.parse_args(argv).out
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    # a file as --out failed with a traceback after the first cell (benchmark review)
+    out = output_folder(parser.parse_args(arguments).out)
+    command = " ".join(["python benchmarks/bench_dv_defaults.py", *arguments])
     records = []
     jobs = [(name, cell) for cell in CELLS for name in VARIANTS]
     for name, (family, d, n) in tqdm(jobs, desc="dv defaults"):
@@ -87,7 +91,7 @@ def main(argv=None) -> int:
         records.append(record)
     atomic_write_text(out / "results.json", json.dumps(records, indent=2))
     lines = [
-        "Command: `python benchmarks/bench_dv_defaults.py`",
+        f"Command: `{command}`",
         "",
         "| variant | family | D | n | median rel. error | max point | mean bound | s/fit |",
         "|---|---|---|---|---|---|---|---|",

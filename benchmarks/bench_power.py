@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import check_flags
+from harness import check_flags, output_folder
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
@@ -644,7 +644,14 @@ def _markdown(
 
 
 def main(argv=None) -> int:
+    global OUT, RECORDS  # --out moves the tables and the resumable records with them
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="results folder (default benchmarks/results/auditing; records under its power/)",
+    )
     parser.add_argument("--validate", action="store_true")
     parser.add_argument("--synthetic", action="store_true")
     parser.add_argument("--repetitions", type=int, default=60)
@@ -663,6 +670,9 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     check_flags(parser, args)
+    if args.out is not None:  # every run rewrote the committed tables (benchmark review)
+        OUT = output_folder(args.out)
+        RECORDS = OUT / "power"
     start = time.time()
     validation = validate(args.repetitions) if args.validate else []
     synth = []

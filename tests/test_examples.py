@@ -98,7 +98,7 @@ def _check_audit_dpsgd(out: str) -> None:
     # a false alarm (probability at most β; the run is seeded).
     assert all(bound <= 1.0 for _, bound, certified in rows.values() if certified)
     assert rows["dv"][2] and rows["bernoulli"][2] and not rows["gdp_route"][2]
-    # 60 + 60 runs cannot see a claim of 1 being broken by a little: not refuted, and the
+    # 40 + 40 runs cannot see a claim of 1 being broken by a little: not refuted, and the
     # power sentence says what would have been seen.
     assert "verdict: NOT REFUTED" in out and "this audit detects ε_2 >=" in out
 

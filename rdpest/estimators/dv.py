@@ -161,8 +161,8 @@ class DVRenyiEstimator(RenyiEstimatorBase):
         the median of their estimates (repeated
         cross-fitting, Chernozhukov et al. 2018, "Double/debiased machine learning", Sec. 3.4).
         One partition's estimate depends strongly on the partition (each critic sees a different
-        half of the data), and the median over partitions reduces that variance (see
-        benchmarks/results/dv_defaults/). Only the first partition certifies the bound (at the
+        half of the data), and the median over partitions reduces that variance (no committed
+        benchmark measures by how much). Only the first partition certifies the bound (at the
         full level), so ``lower_bound_`` does not depend on ``n_repeats``. Costs
         ``n_repeats`` critic trainings per direction, twice that with cross-fitted points.
     device : {"auto", "cpu", "cuda"}, default="auto"
