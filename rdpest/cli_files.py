@@ -98,7 +98,10 @@ def _warn_of_decimal_commas(path: str, lines: list[str], skip: int, data) -> Non
         return
     # whole-number pairs (counts: "1,2") are samples too; a fraction's digits show themselves
     # by a leading zero ("1,05"), a whole number by none, and "-0" is no integer anyone writes
+    # (zero-padded whole numbers, "07,34", pad the first field too: no warning for them)
     parts = [row.split(",") for row in rows]
+    if any(len(a.lstrip("+-")) > 1 and a.lstrip("+-")[0] == "0" for a, _ in parts):
+        return
     if any(len(b) > 1 and b[0] == "0" for _, b in parts) or any(
         a in ("-0", "+0") for a, _ in parts
     ):

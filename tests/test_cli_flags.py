@@ -264,9 +264,12 @@ def test_a_csv_column_with_decimal_commas_is_named(tmp_path):
         load_samples(str(signed))
     counts = tmp_path / "counts.csv"
     counts.write_text("a,b\n1,2\n3,40\n0,7\n")
+    padded = tmp_path / "padded.csv"  # diff review: np.savetxt(fmt="%02d") pads both fields
+    padded.write_text("15,34\n07,08\n21,05\n")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert load_samples(str(counts)).shape == (3, 2)
+        assert load_samples(str(padded)).shape == (3, 2)
 
 
 @pytest.mark.parametrize(

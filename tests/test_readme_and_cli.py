@@ -73,7 +73,7 @@ def test_readme_commands_are_the_ci_commands():
     assert "pip install -e . && rdpest audit" in readme
 
 
-def test_estimates_at_orders_beyond_the_benchmarks_carry_a_note(capsys):
+def test_estimates_at_orders_beyond_the_benchmarks_carry_a_note(tmp_path, capsys):
     """CLI review: quickstart's D_α = 1 was estimated 5.29 at α = 100 (48408 at α = 1e6) and
     printed as a plain result; beyond α = 32 the output says how little the point estimate
     is worth there, and that the bound stays valid. At α = 32 and below there is no note."""
@@ -83,6 +83,14 @@ def test_estimates_at_orders_beyond_the_benchmarks_carry_a_note(capsys):
     assert "the certified lower bound stays valid" in report["note"]
     assert main(["quickstart", "--alpha", "32", "--n", "300", "--json"]) == 0
     assert "note" not in json.loads(capsys.readouterr().out)
+    # diff review: an estimator without a certified bound is not told its bound "stays valid"
+    samples = tmp_path / "p.npy", tmp_path / "q.npy"
+    rng = np.random.default_rng(0)
+    np.save(samples[0], rng.normal(0.1, 1, 200)), np.save(samples[1], rng.normal(0, 1, 200))
+    command = ["estimate", *map(str, samples), "--alpha", "100", "--estimator", "markov", "--json"]
+    assert main(command) == 0
+    note = json.loads(capsys.readouterr().out)["note"]
+    assert "at α = 100 the point estimate" in note and "stays valid" not in note
 
 
 def test_quickstart_json(capsys):

@@ -270,7 +270,7 @@ def _rounded_up(value: float, digits: int = 4) -> str:
     never below the ceiling itself (``.4g`` rounds to nearest: 11.1249 printed as 11.12).
 
     >>> _rounded_up(11.12491), _rounded_up(11.13), _rounded_up(123456.0), _rounded_up(0.0)
-    ('11.13', '11.13', '123500', '0')
+    ('11.13', '11.13', '1.235e+5', '0')
     """
     if not math.isfinite(value) or value <= 0.0:
         return f"{value:.{digits}g}"
@@ -279,7 +279,7 @@ def _rounded_up(value: float, digits: int = 4) -> str:
     # Decimal: 11.13 stays 11.13, where the double's binary expansion (11.1300000000000008)
     # would print 11.14
     rounded = Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING)
-    return f"{rounded:f}"
+    return format(rounded, f".{digits}g")  # 1e20 as 1.000e+20, not twenty-one digits
 
 
 def tpr_ceiling(alpha: float, claimed_epsilon: float, fpr: float) -> float:
