@@ -80,11 +80,11 @@ def _check_npz(file: Path) -> None:
     """A ValueError unless the file starts as a zip archive, as .npz files do: a .npy file
     named .npz met numpy's array without a context manager (a TypeError), and other bytes
     numpy's advice to load pickles (CLI review)."""
-    with open(file, "rb") as handle:
-        start = handle.read(6)
-    if start == b"\x93NUMPY":
+    if _is_npy(file):
         raise ValueError("it is a NumPy .npy file, not an .npz archive: name it .npy")
-    if start[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
+    with open(file, "rb") as handle:
+        start = handle.read(4)
+    if start not in (b"PK\x03\x04", b"PK\x05\x06"):
         raise ValueError("it is not an .npz archive (a zip file of .npy arrays)")
 
 
