@@ -370,7 +370,8 @@ def _with_flag_names(message: str) -> str:
     """A DPSGDAuditor message with its parameter names written as the flags that set them."""
     for name, flag in _AUDIT_FLAGS.items():
         message = re.sub(rf"(?<![\w-]){name}\b", flag, message)
-    return message
+    # a flag left out is the Python API's None: "None" is no value to type after a flag
+    return message.replace("must be None or a ", "must be a ")
 
 
 def _run_audit(args, out: Path) -> int:

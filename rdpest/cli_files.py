@@ -169,11 +169,17 @@ def load_samples(path: str) -> np.ndarray:
                     f"its first line holds numbers separated by {other}, but a {suffix} file is "
                     f"read as numbers (with decimal points) separated by {expected}: {advice}"
                 )
-            if skip and not any(line.strip() for line in lines[1:]):
-                raise ValueError("it holds a header line and no numbers")
-            with warnings.catch_warnings():  # an empty file is reported below, on one line
-                warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+            rows = _data_lines(lines, skip)
+            if not rows:
+                raise ValueError(
+                    "it holds a header line and no numbers"
+                    if skip and first.strip()
+                    else "it is empty: it holds no numbers"
+                )
+            try:
                 data = np.loadtxt(lines, delimiter=delimiter, ndmin=1, skiprows=skip)
+            except ValueError as exc:
+                raise ValueError(_unreadable_line(rows, delimiter) or str(exc)) from None
             _warn_of_pandas_layouts(path, first, skip, delimiter, np.asarray(data))
             if delimiter == ",":
                 _warn_of_decimal_commas(path, lines, skip, np.asarray(data))
@@ -194,8 +200,37 @@ def load_samples(path: str) -> np.ndarray:
     bad = ~np.isfinite(data)
     if bad.any():
         first = np.argwhere(bad)[0]
+        where = (  # a text file's line, counted from 1 as editors count; an array's index
+            f"on line {_data_lines(lines, skip)[first[0]][0]}"
+            if suffix in (".csv", ".txt")
+            else f"at index {int(first[0])}"
+        )
         raise ValueError(
-            f"{path} holds {int(bad.sum())} non-finite value(s) (NaN or inf), the first in row "
-            f"{int(first[0])}: {data[tuple(first)]}"
+            f"{path} holds {int(bad.sum())} non-finite value(s) (NaN or inf), the first "
+            f"{where}: {data[tuple(first)]}"
         )
     return data
+
+
+def _data_lines(lines: list[str], skip: int) -> list[tuple[int, str]]:
+    """The lines np.loadtxt reads as rows, with their numbers in the file counted from 1: those
+    after the header that hold something besides a # comment."""
+    numbered = enumerate(lines[skip:], start=skip + 1)
+    return [(n, line.split("#")[0].strip()) for n, line in numbered if line.split("#")[0].strip()]
+
+
+def _unreadable_line(rows: list[tuple[int, str]], delimiter: str | None) -> str | None:
+    """Name the first row that is not numbers, or whose count of values differs from the first
+    row's, by its line in the file (np.loadtxt counts its rows from 0 in one message and from 1
+    in another, and leaves out the header). None where every row reads."""
+    width = None
+    for number, text in rows:
+        fields = text.split(delimiter)
+        try:
+            [float(field) for field in fields]
+        except ValueError:
+            return f"line {number} is not numbers: {text!r}"
+        if width is not None and len(fields) != width:
+            return f"line {number} holds {len(fields)} values where the lines above hold {width}"
+        width = len(fields)
+    return None

@@ -62,7 +62,7 @@ def _samples(tmp_path):
         # the file; booleans were read as 0/1 samples, where rdpest.auditing.evaluate refuses
         # them.
         (lambda p: np.save(p, np.r_[np.ones(9), np.nan]), "non-finite value(s) (NaN or inf)"),
-        (lambda p: np.save(p, np.r_[np.inf, np.ones(9)]), "the first in row 0: inf"),
+        (lambda p: np.save(p, np.r_[np.inf, np.ones(9)]), "the first at index 0: inf"),
         (lambda p: np.save(p, np.ones(10, dtype=bool)), "holds a bool array"),
         # Bug: numpy's own message, suggesting allow_pickle=True for a file that is not .npy
         (lambda p: p.write_bytes(b"loss\n0.5\n"), "not a NumPy .npy file"),
@@ -107,7 +107,8 @@ def test_an_empty_text_file_is_one_error_without_numpys_warning(tmp_path, capsys
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning would end the command as a UserWarning
         assert main(["estimate", str(empty), str(_samples(tmp_path))]) == 1
-    _one_error_line(capsys, "estimate", str(empty), "non-empty array")
+    # a blank file is "empty", not "a header line and no numbers" (CLI review)
+    _one_error_line(capsys, "estimate", str(empty), "it is empty: it holds no numbers")
 
 
 @pytest.mark.parametrize("seed", ["-1", "4294967296"])

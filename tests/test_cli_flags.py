@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import types
 import warnings
 
@@ -172,7 +173,7 @@ def test_evaluate_errors_name_the_file(tmp_path, capsys):
     np.savetxt(wide, np.ones((20, 2)), delimiter=",")
     cases = [
         (good, short, f"{good} has 20 scores but {short} has 12"),
-        (good, bad, f"{bad} holds 1 non-finite value(s) (NaN or inf), the first in row 19"),
+        (good, bad, f"{bad} holds 1 non-finite value(s) (NaN or inf), the first on line 20"),
         (
             wide,
             good,
@@ -243,6 +244,32 @@ def test_numbers_in_another_layout_are_not_called_a_header(tmp_path, name, text,
     with pytest.raises(ValueError, match=said) as caught:
         load_samples(str(file))
     assert "header" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        # numpy said "at row 2" of the fourth line (rows counted from 0, the header left out)
+        ("h.csv", "loss\n1\n2\nx\n", "line 4 is not numbers: 'x'"),
+        ("e.csv", "1,2\n3,\n", "line 2 is not numbers: '3,'"),
+        # and "from 1 to 2 at row 2; use `usecols` ...", rows counted from 1 in this message
+        ("r.csv", "a\n1\n\n2,3\n", "line 4 holds 2 values where the lines above hold 1"),
+        ("t.txt", "1 2\n# note\n3 x\n", "line 3 is not numbers: '3 x'"),
+        (
+            "n.csv",
+            "loss\n1\n\n# run 2\nnan\n",
+            "non-finite value(s) (NaN or inf), the first on line 5: nan",
+        ),
+        ("b.csv", "\ufeff", "it is empty: it holds no numbers"),
+    ],
+)
+def test_a_bad_text_file_names_the_line_as_an_editor_counts_it(tmp_path, name, text, said):
+    """CLI review: numpy's row numbers counted from 0 without the header in one message and
+    from 1 in another; a blank or mark-only file was said to hold "a header line"."""
+    file = tmp_path / name
+    file.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(said)):
+        load_samples(str(file))
 
 
 def _write_npy_bytes(path):
@@ -434,6 +461,10 @@ def test_a_refused_audit_leaves_no_empty_folder(tmp_path, capsys):
             "--max-runs, where given, must be an integer >= --runs=8",
         ),
         (["--membership-delta", "0"], "--membership-delta must lie strictly between 0 and 1"),
+        # CLI review: "must be None or a finite number", and None is nothing to type
+        (["--power-target", "0"], "--power-target must be a finite number > 0, got 0.0"),
+        # and a claim of 0 was refused without the reason (evaluate --claim 0 is accepted)
+        (["--claimed-epsilon", "0"], "a claim of 0 would need infinite noise"),
     ],
 )
 def test_an_out_of_range_value_is_a_usage_error_before_anything_runs(

@@ -45,6 +45,7 @@ from rdpest.utils.validation import (
     check_int,
     check_open_unit,
     check_positive,
+    check_real,
     check_sample_rate,
     check_steps,
 )
@@ -235,6 +236,13 @@ class DPSGDAuditor:
         elif dp_claim:
             sigma = self._sigma_for_dp_claim()
         else:
+            if check_real(self.claimed_epsilon, "claimed_epsilon") == 0.0:
+                # the noise is calibrated to the claim, and ε_α = 0 needs infinite noise
+                # (rdpest.auditing.evaluate audits a claim of 0 on scores a user already has)
+                raise ValueError(
+                    "claimed_epsilon must be > 0: the noise is calibrated to the claim, and "
+                    "a claim of 0 would need infinite noise"
+                )
             target = check_positive(self.claimed_epsilon, "claimed_epsilon")
             sigma = noise_multiplier_for_epsilon_alpha(target, self.sample_rate, self.steps, alpha)
         config = DPSGDConfig(
