@@ -123,4 +123,6 @@ def log_mean_exp(values: np.ndarray) -> float:
         raise ValueError(
             "log_mean_exp needs at least one value: the mean of no values is undefined"
         )
+    if np.isnan(values).any():  # max(0.0, nan) downstream would read a NaN as 0
+        raise ValueError(f"log_mean_exp got {int(np.isnan(values).sum())} NaN value(s)")
     return float(logsumexp(values) - math.log(values.size))

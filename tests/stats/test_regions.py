@@ -20,3 +20,12 @@ def test_log_mean_exp_of_no_values_is_a_clear_error():
     """Catches the bug where an empty array raised a bare "math domain error" from log(0)."""
     with pytest.raises(ValueError, match="at least one value"):
         log_mean_exp(np.array([]))
+
+
+def test_log_mean_exp_refuses_nan_and_keeps_infinities():
+    """Stats review: a NaN came back as NaN, which ``max(0.0, ...)`` downstream reads as 0.
+    Infinities are values (e^{αL} beyond the double range, or a zero ratio) and stay."""
+    with pytest.raises(ValueError, match=r"got 1 NaN value"):
+        log_mean_exp(np.array([0.0, np.nan]))
+    assert log_mean_exp(np.array([0.0, np.inf])) == np.inf
+    assert log_mean_exp(np.array([0.0, -np.inf])) == pytest.approx(math.log(0.5), rel=1e-14)
