@@ -20,6 +20,7 @@ import numpy as np
 
 from rdpest.cli_files import load_samples
 from rdpest.cli_parser import ESTIMATORS, EXIT_VIOLATION, build_parser
+from rdpest.utils.io import dumps_strict
 
 __all__ = ["ESTIMATORS", "EXIT_VIOLATION", "build_parser", "load_samples", "main"]
 
@@ -85,7 +86,7 @@ _STEADY_ORDERS = 32
 
 def _print_report(report: dict, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(report, indent=2))
+        print(dumps_strict(report, indent=2))
         return
     for key, value in report.items():
         text = f"{value:.4f}" if isinstance(value, float) else str(value)
@@ -188,11 +189,21 @@ def _cmd_evaluate(args) -> int:
     store = _store_of(args.without, args.with_canary)
     opened = None
     if store is not None:
-        from rdpest.auditing.evaluate import _opened_store
+        from rdpest.auditing.evaluate import _opened_store, check_runs_of_store
+        from rdpest.auditing.scores import checked_scores
 
         try:
             opened = _opened_store(store)
+            try:
+                scores = checked_scores(without, with_)
+            except ValueError:  # evaluate names the problem below, with the files
+                scores = None
+            if scores is not None:  # files put beside a store are not its runs for that
+                check_runs_of_store(opened, *scores)
         except ValueError as exc:  # the verdict still comes; only its record is missing
+            if opened is not None:
+                opened.close()
+                opened = None
             print(
                 f"rdpest evaluate: warning: this analysis is not recorded in "
                 f"{store / 'analyses.jsonl'} ({exc})",
@@ -225,7 +236,7 @@ def _cmd_evaluate(args) -> int:
         payload = _compact(result, samples)
         if opened is not None:
             payload["analyses_record"] = str(opened.analyses_path)
-        print(json.dumps(payload, indent=2))
+        print(dumps_strict(payload, indent=2))
     else:
         print(result.summary())
         print(
@@ -441,7 +452,9 @@ def _run_audit(args, out: Path) -> int:
     if args.json:
         samples = {"without_canary": str(out / "O.npy"), "with_canary": str(out / "O_prime.npy")}
         print(
-            json.dumps({**_compact(result, samples), "result": str(out / "result.json")}, indent=2)
+            dumps_strict(
+                {**_compact(result, samples), "result": str(out / "result.json")}, indent=2
+            )
         )
     else:
         print(result.summary())

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import contextlib
 
+import numpy as np
+
 from rdpest.auditing.auditor import Auditor, _round_record, check_scores_settings
 from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
+from rdpest.auditing.runs import WITH_CANARY, WITHOUT_CANARY
 from rdpest.auditing.scores import checked_scores
 from rdpest.auditing.store import RunStore, store_path
 from rdpest.utils.io import load_json
@@ -71,7 +74,10 @@ def evaluate(
         ``analyses.jsonl`` as an audit's would be, and earlier analyses of the same claim (or a
         larger one at the same order) on those runs under other settings are named
         (``config["earlier_analyses"]``) with a warning: each spent its own β on the same runs.
-        The store's ``result.json`` is left as the audit wrote it. A path is opened (and locked)
+        The scores must be the store's first ``n`` runs of each arm, in order (what an audit of
+        ``n`` runs per side analyses); other scores are a ValueError, as they would be recorded
+        as a test of its runs. The store's ``result.json`` is left as the audit wrote it. A path
+        is opened (and locked)
         before anything is fitted: a store in use by an audit, or one that cannot be locked, is a
         ValueError at once.
 
@@ -86,7 +92,7 @@ def evaluate(
     ValueError
         On scores that are not 1-D finite real arrays, sides of unequal length, too few scores
         for an estimator's splits, α <= 1, β or ``membership_delta`` outside (0, 1), or a
-        negative claim.
+        negative claim, or, with ``store``, scores that are not its runs.
 
     Examples
     --------
@@ -133,12 +139,56 @@ def evaluate(
     level = float(beta)
     given = store is None or isinstance(store, RunStore)  # a path is opened before the fit
     with contextlib.nullcontext(store) if given else _opened_store(store) as record:
+        if record is not None:
+            check_runs_of_store(record, without, with_)
         result = auditor._evaluate(without, with_, estimators, level)
         records = [_round_record(1, result, level)]
         result = auditor._finish(result, records, estimators, level, [n])
         if record is not None:
             auditor._record_analysis(record, result, estimators)
     return result
+
+
+def check_runs_of_store(store: RunStore, without: np.ndarray, with_: np.ndarray) -> None:
+    """Refuse scores that are not the store's first ``n`` runs of each arm, in order (the runs
+    an audit of ``n`` runs per side analyses). Auditor review: the store's runs repeated ten
+    times, or other scores altogether, were recorded in its analyses as a test of its runs (a
+    false "violation" of an honest pipeline among them), and other scores under the same
+    settings passed for a repeat of an earlier analysis, spending no level."""
+    finished = store.load()
+    n = len(without)
+    held = min(sum((arm, i) in finished for i in range(n)) for arm in (0, 1))
+    where = f"the store {store.directory}"
+    if held < n:
+        raise ValueError(
+            f"{n} scores per side were given, but {where} holds only {held} finished runs of "
+            "each arm from the first: leave store out to evaluate scores that are not its runs"
+        )
+    runs = {
+        arm: np.array([finished[(arm, i)] for i in range(n)])
+        for arm in (WITHOUT_CANARY, WITH_CANARY)
+    }
+    if np.array_equal(without, runs[WITHOUT_CANARY]) and np.array_equal(with_, runs[WITH_CANARY]):
+        return
+    if np.array_equal(without, runs[WITH_CANARY]) and np.array_equal(with_, runs[WITHOUT_CANARY]):
+        raise ValueError(
+            f"the scores are the runs in {where} with the arms swapped: give the scores "
+            "without the canary first"
+        )
+    side, given, stored = next(
+        (name, scores, runs[arm])
+        for name, scores, arm in (
+            ("losses_without_canary", without, WITHOUT_CANARY),
+            ("losses_with_canary", with_, WITH_CANARY),
+        )
+        if not np.array_equal(scores, runs[arm])
+    )
+    i = int(np.flatnonzero(given != stored)[0])
+    raise ValueError(
+        f"the scores are not the runs in {where}: {side}[{i}] is {float(given[i])!r} where its "
+        f"run {i} scored {float(stored[i])!r} (an analysis recorded in a store must be of its "
+        f"first {n} runs of each arm, in order): leave store out to evaluate other scores"
+    )
 
 
 def _opened_store(directory) -> RunStore:

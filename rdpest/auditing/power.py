@@ -270,10 +270,12 @@ def power_sentence(verdict: str, power: dict, n_runs: int, alpha: float, claim: 
         else ""
     )
     if detectable is None:
+        # Review: "not refuted" alone (a Markov bound, or DV at α = 4) read as a clean bill;
+        # without a stated power, nothing says how large a violation could have gone unseen.
         return (
-            f"not refuted: no certified lower bound exceeds the claimed {eps} = {claimed}"
-            + uncounted
-            + shortfall
+            f"not refuted: no certified lower bound exceeds the claimed {eps} = {claimed}; this "
+            f"audit states no ε_{alpha:g} it detects with {target:.0%} probability, so a "
+            "violation of any size may have gone unseen" + uncounted + shortfall
         )
     return (
         f"not refuted: with {n_runs} runs per side this audit detects {eps} >= {detectable:.3g} "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import platform
@@ -17,7 +16,13 @@ import numpy as np
 from rdpest.auditing.analyses import earlier_line
 from rdpest.auditing.membership import membership_line
 from rdpest.auditing.power import claim_text, power_sentence
-from rdpest.utils.io import atomic_write_text, load_json, refuse_symlink
+from rdpest.utils.io import (
+    atomic_write_text,
+    dumps_strict,
+    load_json,
+    refuse_symlink,
+    with_non_finite,
+)
 
 __all__ = ["AuditResult", "provenance"]
 
@@ -168,7 +173,7 @@ class AuditResult:
             "rounds": self.rounds,
             "membership": self.membership,
         }
-        text = json.dumps(payload, indent=2, default=_jsonable)
+        text = dumps_strict(payload, indent=2, default=_jsonable)  # standard JSON: no Infinity
         if path is not None:
             path = Path(path)
             refuse_symlink(path, "the result file")
@@ -199,7 +204,7 @@ class AuditResult:
                 f"AuditResult.from_json takes JSON text or a path, got {type(source).__name__}"
             )
         try:
-            payload = load_json(text)
+            payload = with_non_finite(load_json(text))
         except (ValueError, RecursionError) as exc:
             raise ValueError(f"{where} is not valid JSON: {exc}") from None
         if not isinstance(payload, dict) or payload.get("format") != _FORMAT:

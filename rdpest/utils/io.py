@@ -9,13 +9,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import secrets
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["array_digest", "atomic_write_text", "load_json", "qualified_name", "refuse_symlink"]
+__all__ = [
+    "array_digest",
+    "atomic_write_text",
+    "dumps_strict",
+    "load_json",
+    "qualified_name",
+    "refuse_symlink",
+    "with_non_finite",
+]
+
+#: Non-finite numbers as a result file writes them: standard JSON has no Infinity or NaN, and
+#: strict parsers (JavaScript's JSON.parse, many others) refuse Python's bare ``Infinity``.
+_NON_FINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
 def array_digest(*arrays) -> str:
@@ -45,6 +58,44 @@ def load_json(text: str | bytes):
     {'a': 12, 'b': inf}
     """
     return json.loads(text, parse_int=_int_or_float)
+
+
+def dumps_strict(value, **options) -> str:
+    """``json.dumps`` that writes standard JSON: a non-finite number (a ceiling of ``inf``) is
+    written as the string "Infinity", "-Infinity" or "NaN" (:func:`with_non_finite` reads them
+    back), numpy values as numbers and lists.
+
+    Examples
+    --------
+    >>> dumps_strict({"ceiling": float("inf"), "n": np.int64(3)})
+    '{"ceiling": "Infinity", "n": 3}'
+    >>> with_non_finite(json.loads(_))
+    {'ceiling': inf, 'n': 3}
+    """
+    return json.dumps(_strict(value), allow_nan=False, **options)
+
+
+def _strict(value):
+    if isinstance(value, np.generic | np.ndarray):
+        value = value.tolist() if isinstance(value, np.ndarray) else value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(item) for item in value]
+    return value
+
+
+def with_non_finite(value):
+    """The numbers :func:`dumps_strict` wrote as strings, as floats again (in dicts and lists)."""
+    if isinstance(value, str):
+        return _NON_FINITE.get(value, value)
+    if isinstance(value, dict):
+        return {key: with_non_finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [with_non_finite(item) for item in value]
+    return value
 
 
 def _int_or_float(digits: str):

@@ -187,6 +187,28 @@ def test_result_round_trip_summary_and_plot(tmp_path):
         AuditResult.from_json('{"format": "other"}')
 
 
+def _refuse_constant(token):
+    raise ValueError(f"non-standard JSON token {token}")
+
+
+def test_a_result_with_an_unbounded_ceiling_is_standard_json(tmp_path):
+    """Auditor review: a Markov-only audit (no ceiling: max_certifiable = inf) wrote
+    ``"max_certifiable": Infinity`` into result.json, which strict parsers refuse, while the
+    docs promise plain JSON readable by any tool. Non-finite numbers are written as strings and
+    read back as numbers."""
+    from rdpest import MarkovRenyiBound
+
+    mech = GaussianMechanismScore(noise_std=1.0)
+    markov = {"markov": MarkovRenyiBound(alpha=2.0, log_ratio=lambda x: x - 0.5)}
+    result = _auditor(mech, n_runs=30, store=tmp_path, estimators=markov).run()
+    assert result.power["max_certifiable"] == float("inf")
+    text = (tmp_path / "result.json").read_text()
+    payload = json.loads(text, parse_constant=_refuse_constant)
+    assert payload["power"]["max_certifiable"] == "Infinity"
+    again = AuditResult.from_json(tmp_path / "result.json")
+    assert again.power == result.power and again.estimates == result.estimates
+
+
 def test_beta_is_shared_among_certified_estimators():
     estimators = {
         "a": DVRenyiEstimator(alpha=2.0, random_state=0, max_epochs=20),

@@ -242,6 +242,48 @@ def test_an_evaluation_of_a_stores_runs_is_on_the_stores_record(tmp_path, capsys
         evaluate(*scores, claim, alpha=2.0, estimators=fast, store=tmp_path / "elsewhere")
 
 
+def test_only_a_stores_own_runs_are_recorded_as_an_analysis_of_them(tmp_path, capsys):
+    """Auditor review: evaluate(..., store=DIR) recorded any scores as an analysis of the
+    store's runs: the runs of an honest pipeline repeated ten times gave a "violation" (bound
+    1.003 > claim 1) written into its analyses.jsonl, and other scores under the audit's
+    settings passed for a repeat of its analysis, with no warning and no level spent."""
+    from rdpest.cli import main
+
+    mech = GaussianMechanismScore(noise_std=1.0)
+    fast = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, direction="max", random_state=0)}
+    audit = Auditor(
+        mech, 1.0, alpha=2.0, n_runs=60, progress=False, estimators=fast, store=tmp_path
+    ).run()
+    o_without, o_with = audit.losses_without_canary, audit.losses_with_canary
+    record = tmp_path / "analyses.jsonl"
+    before = record.read_text()
+    cases = [
+        ((np.tile(o_without, 10), np.tile(o_with, 10)), "holds only 60 finished runs of each arm"),
+        ((o_without, o_with + 3.0), r"losses_with_canary\[0\] is .* where its run 0 scored"),
+        ((o_with, o_without), "with the arms swapped"),
+        ((o_without[::-1], o_with[::-1]), r"losses_without_canary\[0\]"),
+        ((o_without[20:], o_with[20:]), "first 40 runs of each arm"),
+    ]
+    for scores, said in cases:
+        with pytest.raises(ValueError, match=said):
+            evaluate(*scores, 1.0, alpha=2.0, estimators=fast, store=tmp_path)
+    assert record.read_text() == before
+    # The first 40 runs are what an audit of 40 runs per side analyses: recorded.
+    evaluate(o_without[:40], o_with[:40], 1.0, alpha=2.0, estimators=fast, store=tmp_path)
+    assert len(record.read_text().splitlines()) == len(before.splitlines()) + 1
+    # From the command line, files beside a store that are not its runs: the verdict, and a
+    # warning that it is not recorded.
+    np.save(tmp_path / "O.npy", o_without + 1.0)
+    np.save(tmp_path / "O_prime.npy", o_with)
+    argv = ["evaluate", str(tmp_path / "O.npy"), str(tmp_path / "O_prime.npy"), "--alpha", "2"]
+    assert main([*argv, "--claim", "1", "--estimators", "bernoulli"]) == 0
+    captured = capsys.readouterr()
+    assert "verdict:" in captured.out and "recorded in" not in captured.out
+    assert "warning: this analysis is not recorded in" in captured.err
+    assert "the scores are not the runs in the store" in captured.err
+    assert len(record.read_text().splitlines()) == len(before.splitlines()) + 1
+
+
 def test_the_command_line_prints_warnings_on_one_line_in_its_own_voice(tmp_path):
     """Reviewer's finding: `rdpest evaluate`'s retest warning came out as Python prints warnings,
     "/.../rdpest/cli.py:237: UserWarning: ..." followed by the source line `result = evaluate(`.

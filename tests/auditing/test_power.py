@@ -144,7 +144,21 @@ def test_dv_power_is_not_counted_where_the_model_overstated_it():
     assert result.verdict == "not_refuted" and result.power["detectable_epsilon"] is None
     assert result.power["unmodelled"] == ["dv"] and "runs_needed" not in result.power
     assert "the power of dv is not counted" in result.summary()
+    assert "so a violation of any size may have gone unseen" in result.summary()
     assert AuditResult.from_json(result.to_json()).power == result.power
+
+
+def test_not_refuted_without_a_stated_power_says_a_violation_may_have_gone_unseen():
+    """Auditor review: a certified Markov bound (whose power no model covers) missed a violation
+    twice the claim, and the whole sentence was "not refuted: no certified lower bound exceeds
+    the claimed ε_2 = 0.5", read as a clean bill."""
+    from rdpest.auditing.power import power_sentence
+
+    power = {"max_certifiable": math.inf, "detectable_epsilon": None, "unmodelled": []}
+    sentence = power_sentence("not_refuted", power, 200, 2.0, 0.5)
+    assert sentence.startswith("not refuted: no certified lower bound exceeds the claimed ε_2")
+    assert "states no ε_2 it detects with 80% probability" in sentence
+    assert sentence.endswith("so a violation of any size may have gone unseen")
 
 
 @pytest.mark.slow
