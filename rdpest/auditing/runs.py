@@ -96,7 +96,9 @@ def _checked_score(value, arm: int, seed: int) -> float:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, bool | np.bool_) or not isinstance(value, Real):
-        hint = " (a torch tensor? return tensor.item())" if hasattr(value, "item") else ""
+        # the hint names what was returned: a one-element array or tensor has .item()
+        kind = "array" if isinstance(value, np.ndarray) else "tensor"
+        hint = f" (a one-element {kind}? return {kind}.item())" if hasattr(value, "item") else ""
         raise ValueError(
             f"score_fn must return a real number; got {type(value).__name__} {value!r}{hint} "
             f"(include_canary={bool(arm)}, seed={seed})"

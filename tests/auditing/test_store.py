@@ -981,6 +981,22 @@ def test_scores_that_are_not_real_numbers_are_refused(value):
         _audit(score, n_runs=10).run()
 
 
+def test_a_one_element_array_score_is_refused_with_a_hint_naming_arrays():
+    """Auditor review: np.array([1.0]) was refused with "(a torch tensor? return
+    tensor.item())"; the hint names what was returned."""
+    torch = pytest.importorskip("torch")
+    for value, hint in [
+        (np.array([1.0]), r"\(a one-element array\? return array\.item\(\)\)"),
+        (torch.tensor([1.0]), r"\(a one-element tensor\? return tensor\.item\(\)\)"),
+    ]:
+
+        def score(include_canary, seed, value=value):
+            return value
+
+        with pytest.raises(ValueError, match=hint):
+            _audit(score, n_runs=10).run()
+
+
 def test_numpy_scalars_are_scores():
     def score(include_canary, seed):
         return np.float32(_mechanism_score(include_canary, seed))
