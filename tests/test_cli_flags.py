@@ -431,6 +431,31 @@ def test_audit_takes_opacus_epsilon_delta_as_the_claim(capsys, tmp_path):
     assert not (tmp_path / "b").exists()
 
 
+def test_an_epsilon_delta_claim_is_recorded_and_named_in_the_summary(tmp_path):
+    """DP-SGD review: the user's (ε, δ) = (8, 1e-5) appeared nowhere in the result: the summary
+    spoke of ε_2 = 2.459 alone, and result.json recorded neither the target nor that σ was
+    solved for it. It is recorded (outside the store's identity: the runs depend on σ alone)."""
+    from rdpest.auditing import AuditResult, DPSGDAuditor
+
+    settings = {"steps": 2, "n_runs": 8, "n_jobs": 1, "progress": False, "store": tmp_path}
+    result = DPSGDAuditor(target_epsilon=8.0, target_delta=1e-5, **settings).run()
+    sigma = result.config["pipeline"]["noise_multiplier"]
+    assert result.config["dp_claim"]["epsilon"] == 8.0
+    assert result.config["dp_claim"]["delta"] == 1e-5
+    assert result.config["dp_claim"]["noise_multiplier"] == sigma
+    first = result.summary().splitlines()[0]
+    assert (
+        f"(from the claimed (ε, δ) = (8, 1e-05): Opacus solved noise multiplier {sigma:.4g}"
+        in first
+    )
+    assert AuditResult.from_json(tmp_path / "result.json").config == result.config
+    stored = json.loads((tmp_path / "config.json").read_text())
+    assert "dp_claim" not in json.dumps(stored)
+    # the same runs audited by their σ resume the store (the claim is the same number)
+    again = DPSGDAuditor(noise_multiplier=sigma, **settings).run()
+    assert "dp_claim" not in again.config and again.claimed_epsilon == result.claimed_epsilon
+
+
 def test_a_refused_audit_leaves_no_empty_folder(tmp_path, capsys):
     """Catches the bug where `rdpest audit --runs 3 --out NEW` created NEW and then failed on the
     setting, leaving an empty folder behind. A folder that existed is kept, empty or not."""

@@ -321,9 +321,9 @@ class Auditor:
         """
         return {"pipeline": self._pipeline(for_store=True), "random_state": int(self.random_state)}
 
-    # Set by DPSGDAuditor, whose config is the complete identity it builds from its data, model,
-    # canary and settings: its stores record that config alone.
-    _config_is_identity = False
+    # Set by DPSGDAuditor: its config is the complete identity (its stores record that alone);
+    # a claim made in (ε, δ) goes into the result, not the identity (the runs depend on σ).
+    _config_is_identity, _dp_claim = False, None
 
     def _pipeline(self, for_store: bool) -> dict:
         """The pipeline as the store and the result record it: ``config`` adds to the score
@@ -527,6 +527,8 @@ class Auditor:
         result.rounds = records
         result.config["max_runs"] = int(sizes[-1])
         result.config["rounds_planned"] = list(sizes)
+        if self._dp_claim is not None:
+            result.config["dp_claim"] = dict(self._dp_claim)
         if self.power_target is not None:
             result.power["power_target"] = float(self.power_target)
             if result.verdict != "violation" and not self._power_reached(result):
@@ -609,13 +611,10 @@ class Auditor:
         )
 
     def _membership(self, without, with_, beta: float) -> dict:
-        """The membership-inference readouts (:mod:`rdpest.auditing.membership`) at level ``beta``
-        and δ ``membership_delta``.
-
-        A readout, not part of the verdict: its ε bound has its own level ``beta`` (the round's
-        level, so a sequential audit's rounds stay covered by a union bound) and does not take a
-        share of the certified estimators' β. Empty when an arm has too few runs to split.
-        """
+        """Membership-inference readouts (:mod:`rdpest.auditing.membership`) at δ
+        ``membership_delta``; not part of the verdict: the ε bound has its own level ``beta``
+        (the round's: a union bound covers a sequential audit's rounds), no share of the
+        certified estimators' β. Empty when an arm has too few runs to split."""
         if min(len(without), len(with_)) < 2:
             return {}
         return membership_readouts(

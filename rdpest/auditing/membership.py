@@ -208,14 +208,20 @@ def membership_readouts(
 
 
 def membership_line(
-    membership: dict, alpha: float | None = None, claimed_epsilon: float | None = None
+    membership: dict,
+    alpha: float | None = None,
+    claimed_epsilon: float | None = None,
+    config: dict | None = None,
 ) -> str:
     """The summary's line on the membership-inference readouts.
 
     With the claim (``alpha`` and ``claimed_epsilon``), the line also says what the claim
     allows, so that what the audit measured is not read as the claim's own scale: the ε at
-    this δ the claim implies (:func:`rdpest.stats.conversions.rdp_to_dp`, Balle et al. 2020,
-    Thm 21) and the largest TPR at 1% FPR it allows (:func:`tpr_ceiling`).
+    this δ that ε_α at this one order implies (:func:`rdpest.stats.conversions.rdp_to_dp`,
+    Balle et al. 2020, Thm 21), the claimed ε itself where the claim was made in (ε, δ) at this
+    δ (``config["dp_claim"]``), and the largest TPR at 1% FPR it allows (:func:`tpr_ceiling`);
+    where fewer than 100 runs without the canary certify, at the FPR of a threshold above all
+    m of them instead, 1/(m + 1) on average (the FPR of the largest of m draws is Beta(1, m)).
 
     Examples
     --------
@@ -230,22 +236,28 @@ def membership_line(
     (point estimates, which chance can lift above the true TPR
     >>> print(first[first.index("the claim") :])
     the claim allows a true TPR of at most 0.1405)
-    >>> print(second[second.index("(the") :])
-    (the claim implies ε <= 11.13 at this δ)
+    >>> print(second[second.index("(ε_") :])
+    (ε_2 = 1 at this one order implies ε <= 11.13 at this δ)
     """
+    from rdpest.auditing.power import claim_text
     from rdpest.stats.conversions import rdp_to_dp
 
     tpr = membership["tpr_at_fpr"].get("0.01")
     at = "n/a" if tpr is None else f"{tpr:.3f}"
     n_test = membership.get("n_test")
+    fpr, resolved = 0.01, ""
     if tpr is not None and isinstance(n_test, list | tuple) and len(n_test) == 2:
-        if isinstance(n_test[1], int) and 0 < n_test[1] < 100:  # 1% is finer than 1/m
-            at += f" (no false positive among the {n_test[1]} certifying runs without the canary)"
+        m = n_test[1]
+        if isinstance(m, int) and 0 < m < 100:  # 1% is finer than 1/m
+            at += f" (no false positive among the {m} certifying runs without the canary)"
+            # DP-SGD review: an honest pipeline's TPR above the ceiling at 1% read as beating
+            # the claim, where that threshold's true FPR is 1/(m + 1) on average, not 1%
+            fpr, resolved = 1.0 / (m + 1), f" at that threshold's FPR (1/{m + 1} on average)"
     delta = membership["delta"]
     allows, implies = "", ""
     if alpha is not None and claimed_epsilon is not None:
         epsilon = rdp_to_dp(claimed_epsilon, alpha, delta)
-        ceiling = tpr_ceiling(alpha, claimed_epsilon, 0.01)
+        ceiling = tpr_ceiling(alpha, claimed_epsilon, fpr)
         # four significant digits, rounded up: never below what the claim allows, and close to
         # it at small ceilings too (three decimals printed 0.011 for 0.0100001)
         places = max(0, 3 - math.floor(math.log10(ceiling)))
@@ -255,9 +267,18 @@ def membership_line(
         # TPR above this ceiling in 123 of 300 audits (μ = 1, α = 2, 200 runs per arm).
         allows = (
             f", which chance can lift above the true TPR: the claim allows a true TPR of at most "
-            f"{shown:.{places}f}"
+            f"{shown:.{places}f}{resolved}"
         )
-        implies = f" (the claim implies ε <= {_rounded_up(epsilon)} at this δ)"
+        dp = (config or {}).get("dp_claim")
+        stated = (  # the user's own (ε, δ) claim, where made at this δ (DP-SGD review)
+            f"the claim: ε <= {dp['epsilon']:g} at this δ; "
+            if isinstance(dp, dict) and dp.get("delta") == delta
+            else ""
+        )
+        implies = (
+            f" ({stated}ε_{alpha:g} = {claim_text(claimed_epsilon)} at this one order implies ε <= "
+            f"{_rounded_up(epsilon)} at this δ)"
+        )
     return (
         f"membership inference: AUROC {membership['auroc']:.3f}, TPR {at} at 1% FPR (point "
         f"estimates{allows}); certified (ε, δ = {delta:g})-DP lower bound ε >= "

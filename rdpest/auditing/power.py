@@ -204,6 +204,22 @@ def claim_text(claim: float) -> str:
     return f"{claim:.4g}"
 
 
+def dp_claim_text(config: dict) -> str:
+    """Where the audited ε_α comes from when the claim was made in (ε, δ) (``config["dp_claim"]``,
+    recorded by DPSGDAuditor's ``target_epsilon`` and ``target_delta``); "" otherwise.
+
+    >>> dp_claim_text({"dp_claim": {"epsilon": 8.0, "delta": 1e-5, "noise_multiplier": 2.0166}})
+    ' (from the claimed (ε, δ) = (8, 1e-05): Opacus solved noise multiplier 2.017 for it)'
+    """
+    claim = config.get("dp_claim") if isinstance(config, dict) else None
+    if not isinstance(claim, dict):
+        return ""
+    return (
+        f" (from the claimed (ε, δ) = ({claim['epsilon']:g}, {claim['delta']:g}): Opacus solved "
+        f"noise multiplier {claim['noise_multiplier']:.4g} for it)"
+    )
+
+
 def verdict_of(violation: bool, power: dict, claim: float) -> str:
     """ "violation", else "underpowered" when the claim is at or above every certificate's
     ceiling, the scores are perfectly separated (``power["separated"]``: the strongest

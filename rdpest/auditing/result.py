@@ -15,14 +15,8 @@ import numpy as np
 
 from rdpest.auditing.analyses import earlier_line
 from rdpest.auditing.membership import membership_line
-from rdpest.auditing.power import claim_text, power_sentence
-from rdpest.utils.io import (
-    atomic_write_text,
-    dumps_strict,
-    load_json,
-    refuse_symlink,
-    with_non_finite,
-)
+from rdpest.auditing.power import claim_text, dp_claim_text, power_sentence
+from rdpest.utils.io import atomic_write_text, dumps_strict, load_json, refuse_symlink
 
 __all__ = ["AuditResult", "provenance"]
 
@@ -204,7 +198,7 @@ class AuditResult:
                 f"AuditResult.from_json takes JSON text or a path, got {type(source).__name__}"
             )
         try:
-            payload = with_non_finite(load_json(text))
+            payload = load_json(text, non_finite=True)
         except (ValueError, RecursionError) as exc:
             raise ValueError(f"{where} is not valid JSON: {exc}") from None
         if not isinstance(payload, dict) or payload.get("format") != _FORMAT:
@@ -215,8 +209,8 @@ class AuditResult:
         """A plain-text table of the estimates against the claim, and the verdict."""
         lines = [
             f"Rényi DP audit: alpha = {self.alpha:g}, claimed epsilon_alpha = "
-            f"{claim_text(self.claimed_epsilon)}, {self.n_runs} runs with and "
-            f"{self.n_runs} without the canary, beta = {self.beta:g}",
+            f"{claim_text(self.claimed_epsilon)}{dp_claim_text(self.config)}, {self.n_runs} "
+            f"runs with and {self.n_runs} without the canary, beta = {self.beta:g}",
             f"{'estimator':<16}{'estimate':>10}{'lower bound':>13}{'level':>8}  certified",
         ]
         for name, e in self.estimates.items():
@@ -243,7 +237,9 @@ class AuditResult:
         if self.config.get("earlier_analyses"):
             lines.append(earlier_line(self.config["earlier_analyses"], self.beta))
         if self.membership:
-            lines.append(membership_line(self.membership, self.alpha, self.claimed_epsilon))
+            lines.append(
+                membership_line(self.membership, self.alpha, self.claimed_epsilon, self.config)
+            )
         lines.append(f"verdict: {self.verdict.upper().replace('_', ' ')}")
         lines.append(self.verdict_sentence())
         return "\n".join(lines)

@@ -46,7 +46,7 @@ def array_digest(*arrays) -> str:
     return h.hexdigest()[:16]
 
 
-def load_json(text: str | bytes):
+def load_json(text: str | bytes, *, non_finite: bool = False):
     """``json.loads`` for files a user or a crash may have edited: an integer of more than 308
     digits is read as a float (±inf beyond the float range), so the callers' checks for finite
     numbers refuse it with their own ValueError instead of an OverflowError escaping from a
@@ -56,8 +56,12 @@ def load_json(text: str | bytes):
     --------
     >>> load_json('{"a": 12, "b": 1' + '0' * 400 + '}')
     {'a': 12, 'b': inf}
+
+    With ``non_finite``, the strings :func:`dumps_strict` writes for non-finite numbers are read
+    as those numbers (:func:`with_non_finite`).
     """
-    return json.loads(text, parse_int=_int_or_float)
+    value = json.loads(text, parse_int=_int_or_float)
+    return with_non_finite(value) if non_finite else value
 
 
 def dumps_strict(value, **options) -> str:

@@ -384,7 +384,7 @@ def test_the_printed_implied_epsilon_is_never_below_what_the_claim_implies(claim
     rounded up; the value shown is at least the exact one and within 0.1% of it."""
     readouts = {"auroc": 0.5, "tpr_at_fpr": {"0.01": 0.01}, "epsilon_lower_bound": 0.0}
     line = membership_line({**readouts, "delta": 1e-5, "beta": 0.05}, 2.0, claim)
-    shown = float(line.split("the claim implies ε <= ")[1].split(" ")[0])
+    shown = float(line.split("at this one order implies ε <= ")[1].split(" ")[0])
     exact = rdp_to_dp(claim, 2.0, 1e-5)
     assert exact <= shown <= exact * (1 + 1e-3)
 
@@ -401,10 +401,26 @@ def test_the_summary_says_what_the_claim_allows_and_how_fine_the_fpr_is():
     result = evaluate(rng.normal(0, 1, 400), rng.normal(1, 1, 400), 1.0, alpha=2.0, estimators=fast)
     line = next(x for x in result.summary().splitlines() if x.startswith("membership"))
     assert "the claim allows a true TPR of at most 0.1405)" in line  # 0.140426, rounded up
-    assert "(the claim implies ε <= 11.13 at this δ)" in line
+    assert "(ε_2 = 1 at this one order implies ε <= 11.13 at this δ)" in line
     assert "no false positive" not in line  # 200 certifying runs resolve 1%
     few = evaluate(rng.normal(0, 1, 10), rng.normal(1, 1, 10), 1.0, alpha=2.0, estimators=fast)
     assert "no false positive among the 5 certifying runs without the canary" in few.summary()
+    # DP-SGD review: the ceiling was the one at 1% FPR, where that threshold's true FPR is
+    # Beta(1, 5), 1/6 on average: an honest pipeline's TPR read as beating the claim.
+    shown = f"{math.ceil(tpr_ceiling(2.0, 1.0, 1 / 6) * 1e4) / 1e4:.4f}"
+    assert f"at most {shown} at that threshold's FPR (1/6 on average))" in few.summary()
+
+
+def test_a_claim_made_in_epsilon_delta_is_named_beside_the_membership_bound():
+    """DP-SGD review: with target (ε, δ) = (8, 1e-5), the summary named only the ε_2 = 2.459 that
+    Opacus's σ gives, and the membership line "(the claim implies ε <= 12.59 at this δ)": a
+    membership bound between 8 and 12.59 would refute the user's claim and read as within it."""
+    readouts = {"auroc": 0.5, "tpr_at_fpr": {"0.01": 0.01}, "epsilon_lower_bound": 0.0}
+    dp = {"dp_claim": {"epsilon": 8.0, "delta": 1e-5, "noise_multiplier": 2.0166}}
+    line = membership_line({**readouts, "delta": 1e-5, "beta": 0.05}, 2.0, 2.459, dp)
+    assert "(the claim: ε <= 8 at this δ; ε_2 = 2.459 at this one order implies ε <= 12.5" in line
+    other = membership_line({**readouts, "delta": 1e-6, "beta": 0.05}, 2.0, 2.459, dp)
+    assert "the claim: ε <=" not in other  # a claim at another δ is not this δ's
 
 
 def test_the_roc_panel_shows_its_markers_and_the_table_its_levels():

@@ -499,6 +499,13 @@ class DPSGDAuditor:
             progress=self.progress,
         )
         auditor._config_is_identity = True  # the fingerprint built in build() is complete
+        if self.target_epsilon is not None:  # the user's claim, which the summary names
+            auditor._dp_claim = {
+                "epsilon": float(self.target_epsilon),
+                "delta": float(self.target_delta),
+                "noise_multiplier": float(config["noise_multiplier"]),
+                "solved_by": "opacus.accountants.utils.get_noise_multiplier (RDP accountant)",
+            }
         return auditor
 
     def auditor(self) -> Auditor:
