@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="sequential audit: also stop once the audit detects epsilon_alpha >= this with 80%% "
-        "probability",
+        "probability (default: none; stop only at a violation or at --max-runs)",
     )
     audit.add_argument("--alpha", type=float, default=2.0, help="Rényi order of the claim")
     audit.add_argument(
@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     claim = audit.add_mutually_exclusive_group()
     claim.add_argument(
-        "--claimed-epsilon", type=float, default=None, help="claimed ε_α (default 1)"
+        "--claimed-epsilon", type=float, default=None, help="claimed ε_α (default: 1)"
     )
     claim.add_argument(
         "--noise-multiplier",
@@ -185,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="the claim as Opacus's (epsilon, delta) budget, with --target-delta: sigma is "
-        "Opacus's get_noise_multiplier for it and the audited claim its epsilon_alpha",
+        "Opacus's get_noise_multiplier for it and the audited claim its epsilon_alpha "
+        "(default: none)",
     )
     audit.add_argument(
         "--target-delta",
@@ -339,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--privacy-loss-bound",
         type=float,
         default=None,
-        help="B with |log p/q| <= B (hoeffding only)",
+        help="B with |log p/q| <= B (hoeffding only, which requires it; default: none)",
     )
     est.add_argument("--seed", type=_seed, default=0, help="seed of the estimator's splits")
     est.add_argument("--json", action="store_true", help="machine-readable output")

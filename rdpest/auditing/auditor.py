@@ -209,7 +209,7 @@ class Auditor:
         Must be picklable for ``n_jobs != 1``. It may also train several runs at once: with a
         method ``score_many(include_canary, seeds)`` returning one score per seed and an integer
         attribute ``runs_per_call`` = B, the auditor hands it fixed groups of B runs (see
-        :func:`runs_per_call`; :class:`~rdpest.auditing.dpsgd.training.DPSGDRun` stacks small models
+        :func:`runs_per_call`; :class:`~rdpest.auditing.dpsgd.run.DPSGDRun` stacks small models
         this way).
     claimed_epsilon : float
         The ε_α the pipeline claims at order ``alpha``.

@@ -32,9 +32,23 @@ _JOINT_GRID = 16
 class Certificate:
     """A certified lower bound and what produced it.
 
-    For ``kind="bracket"``: the clipping ``window`` and the confidence limits of the two moments.
-    For ``kind="threshold"``: ``threshold`` (value, side) and the Clopper–Pearson limits TPR_lo
-    (in ``mean_p_lower``) and FPR_hi (in ``mean_q_upper``).
+    Attributes
+    ----------
+    lower_bound : float
+        The certified lower bound on D_α.
+    window : tuple of float or None
+        ``kind="bracket"``: the clipping window (lo, hi) of the critic's values; None otherwise.
+    mean_p_lower : float
+        ``kind="bracket"``: the lower confidence limit of E_P[e^{(α−1)(g − hi)}], g the critic
+        clipped to the window (lo, hi);
+        ``kind="threshold"``: the Clopper–Pearson lower limit TPR_lo.
+    mean_q_upper : float
+        ``kind="bracket"``: the upper confidence limit of E_Q[e^{α(g − hi)}];
+        ``kind="threshold"``: the Clopper–Pearson upper limit FPR_hi.
+    kind : {"bracket", "threshold"}, default="bracket"
+        The certificate that gave the bound.
+    threshold : tuple of (float, str) or None, default=None
+        ``kind="threshold"``: the threshold's value and side.
     """
 
     lower_bound: float

@@ -178,7 +178,7 @@ def _rates_bound(
 
     The Clopper–Pearson limits are the inversions of the exact binomial tail p-values
     P_t(K_p >= k_p) and P_f(K_q <= k_q), so they serve both the Bonferroni box and the joint
-    region (:func:`joint_level`).
+    region (:func:`~rdpest.stats.regions.joint_level`).
     """
 
     def divergence(tpr: float, fpr: float) -> float:
@@ -206,8 +206,8 @@ def certified_threshold_bound(
     outputs have D_α <= D_α(P‖Q) (Kim, Varshney & Alabi 2026, Table 13; see
     rdpest.estimators.threshold). The bound is the least such divergence over a (1 − β) confidence
     region for (TPR, FPR) from the exact binomial tests: ``region="joint"`` (default, one region
-    from the product of the two p-values, :func:`joint_level`) or ``"bonferroni"`` (Clopper–Pearson
-    limits at β/2 each, the paper's baseline).
+    from the product of the two p-values, :func:`~rdpest.stats.regions.joint_level`) or
+    ``"bonferroni"`` (Clopper–Pearson limits at β/2 each, the paper's baseline).
 
     Examples
     --------
