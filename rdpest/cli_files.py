@@ -153,7 +153,9 @@ def load_samples(path: str) -> np.ndarray:
             # -sig: a spreadsheet's byte-order mark. Read once, and parsed from these lines
             # (split at "\n", as a file's lines are read: newlines are already translated).
             lines = file.read_text(encoding="utf-8-sig").split("\n")
-            first = lines[0]
+            # A # comment is no part of the line (np.loadtxt drops it): "1 # run 0" is a first
+            # score, which was taken for a header and dropped without a word (diff review)
+            first = lines[0].split("#")[0]
             skip = _header_lines(first, delimiter)
             other = _numbers_split_by_another(first, delimiter) if skip else None
             if other is not None:
@@ -174,7 +176,7 @@ def load_samples(path: str) -> np.ndarray:
                 raise ValueError(
                     "it holds a header line and no numbers"
                     if skip and first.strip()
-                    else "it is empty: it holds no numbers"
+                    else "it holds no numbers (it is empty, or blank and # comment lines only)"
                 )
             try:
                 data = np.loadtxt(lines, delimiter=delimiter, ndmin=1, skiprows=skip)
@@ -200,11 +202,10 @@ def load_samples(path: str) -> np.ndarray:
     bad = ~np.isfinite(data)
     if bad.any():
         first = np.argwhere(bad)[0]
-        where = (  # a text file's line, counted from 1 as editors count; an array's index
-            f"on line {_data_lines(lines, skip)[first[0]][0]}"
-            if suffix in (".csv", ".txt")
-            else f"at index {int(first[0])}"
-        )
+        where = f"at index {int(first[0])}"
+        if suffix in (".csv", ".txt"):  # the line, counted from 1 as editors count
+            rows = _data_lines(lines, skip)  # one row of several values reads as 1-D
+            where = f"on line {rows[0 if len(rows) == 1 else first[0]][0]}"
         raise ValueError(
             f"{path} holds {int(bad.sum())} non-finite value(s) (NaN or inf), the first "
             f"{where}: {data[tuple(first)]}"
@@ -228,6 +229,8 @@ def _unreadable_line(rows: list[tuple[int, str]], delimiter: str | None) -> str 
         fields = text.split(delimiter)
         try:
             [float(field) for field in fields]
+            if any("_" in field for field in fields):  # float("1_000") reads; numpy does not
+                raise ValueError
         except ValueError:
             return f"line {number} is not numbers: {text!r}"
         if width is not None and len(fields) != width:

@@ -108,7 +108,7 @@ def test_an_empty_text_file_is_one_error_without_numpys_warning(tmp_path, capsys
         warnings.simplefilter("error")  # a warning would end the command as a UserWarning
         assert main(["estimate", str(empty), str(_samples(tmp_path))]) == 1
     # a blank file is "empty", not "a header line and no numbers" (CLI review)
-    _one_error_line(capsys, "estimate", str(empty), "it is empty: it holds no numbers")
+    _one_error_line(capsys, "estimate", str(empty), "it holds no numbers (it is empty")
 
 
 @pytest.mark.parametrize("seed", ["-1", "4294967296"])

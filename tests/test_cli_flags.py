@@ -260,7 +260,12 @@ def test_numbers_in_another_layout_are_not_called_a_header(tmp_path, name, text,
             "loss\n1\n\n# run 2\nnan\n",
             "non-finite value(s) (NaN or inf), the first on line 5: nan",
         ),
-        ("b.csv", "\ufeff", "it is empty: it holds no numbers"),
+        ("b.csv", "\ufeff", "it holds no numbers (it is empty"),
+        ("c.csv", "# only a comment\n", "it holds no numbers (it is empty, or blank and #"),
+        # diff review: the one row's NaN was an IndexError (a 1-D row of several values)
+        ("one.txt", "1 2 nan\n", "the first on line 1: nan"),
+        # float() reads "1_000", numpy does not: numpy's 0-based row came back
+        ("u.csv", "1_000\n2\n", "line 1 is not numbers: '1_000'"),
     ],
 )
 def test_a_bad_text_file_names_the_line_as_an_editor_counts_it(tmp_path, name, text, said):
@@ -270,6 +275,18 @@ def test_a_bad_text_file_names_the_line_as_an_editor_counts_it(tmp_path, name, t
     file.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=re.escape(said)):
         load_samples(str(file))
+
+
+def test_a_first_score_with_a_comment_is_a_score_not_a_header(tmp_path):
+    """Diff review: "1 # first run" on the first line was taken for a header (its fields were
+    not all numbers) and the first score was dropped without a word; np.loadtxt drops comments,
+    so the header test does too."""
+    file = tmp_path / "c.txt"
+    file.write_text("1 # first run\n2\n3\n")
+    np.testing.assert_array_equal(load_samples(str(file)), [1.0, 2.0, 3.0])
+    headed = tmp_path / "h.csv"
+    headed.write_text("loss # in nats\n1\n2\n")
+    np.testing.assert_array_equal(load_samples(str(headed)), [1.0, 2.0])
 
 
 def _write_npy_bytes(path):
