@@ -201,12 +201,13 @@ def _cmd_evaluate(args) -> int:
             if scores is not None:  # files put beside a store are not its runs for that
                 check_runs_of_store(opened, *scores)
         except ValueError as exc:  # the verdict still comes; only its record is missing
+            why = _with_file_names(str(exc), args)
             if opened is not None:
                 opened.close()
                 opened = None
             print(
                 f"rdpest evaluate: warning: this analysis is not recorded in "
-                f"{store / 'analyses.jsonl'} ({exc})",
+                f"{store / 'analyses.jsonl'} ({why})",
                 file=sys.stderr,
             )
     try:
@@ -221,13 +222,8 @@ def _cmd_evaluate(args) -> int:
             membership_delta=args.membership_delta,
             store=opened,
         )
-    except ValueError as exc:  # name the files, not the function's arguments (in one pass, so
-        # that a file named like an argument is not renamed again)
-        files = {"losses_without_canary": args.without, "losses_with_canary": args.with_canary}
-        message = re.sub(
-            r"(?<!\w)losses_with(?:out)?_canary(?!\w)", lambda m: files[m.group()], str(exc)
-        )
-        raise ValueError(message) from None
+    except ValueError as exc:
+        raise ValueError(_with_file_names(str(exc), args)) from None
     finally:
         if opened is not None:
             opened.close()
@@ -246,6 +242,13 @@ def _cmd_evaluate(args) -> int:
         if opened is not None:
             print(f"this analysis is recorded in {opened.analyses_path}")
     return 0
+
+
+def _with_file_names(message: str, args) -> str:
+    """``evaluate``'s message with the files named, not the function's arguments (in one pass,
+    so that a file named like an argument is not renamed again)."""
+    files = {"losses_without_canary": args.without, "losses_with_canary": args.with_canary}
+    return re.sub(r"(?<!\w)losses_with(?:out)?_canary(?!\w)", lambda m: files[m.group()], message)
 
 
 def _store_of(*files: str) -> Path | None:

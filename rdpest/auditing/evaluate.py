@@ -140,7 +140,10 @@ def evaluate(
     given = store is None or isinstance(store, RunStore)  # a path is opened before the fit
     with contextlib.nullcontext(store) if given else _opened_store(store) as record:
         if record is not None:
-            check_runs_of_store(record, without, with_)
+            try:
+                check_runs_of_store(record, without, with_)
+            except ValueError as exc:
+                raise ValueError(f"{exc}: leave store out to evaluate other scores") from None
         result = auditor._evaluate(without, with_, estimators, level)
         records = [_round_record(1, result, level)]
         result = auditor._finish(result, records, estimators, level, [n])
@@ -162,7 +165,7 @@ def check_runs_of_store(store: RunStore, without: np.ndarray, with_: np.ndarray)
     if held < n:
         raise ValueError(
             f"{n} scores per side were given, but {where} holds only {held} finished runs of "
-            "each arm from the first: leave store out to evaluate scores that are not its runs"
+            "each arm from the first"
         )
     runs = {
         arm: np.array([finished[(arm, i)] for i in range(n)])
@@ -187,7 +190,7 @@ def check_runs_of_store(store: RunStore, without: np.ndarray, with_: np.ndarray)
     raise ValueError(
         f"the scores are not the runs in {where}: {side}[{i}] is {float(given[i])!r} where its "
         f"run {i} scored {float(stored[i])!r} (an analysis recorded in a store must be of its "
-        f"first {n} runs of each arm, in order): leave store out to evaluate other scores"
+        f"first {n} runs of each arm, in order)"
     )
 
 

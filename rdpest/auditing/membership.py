@@ -239,7 +239,7 @@ def membership_line(
     >>> print(second[second.index("(ε_") :])
     (ε_2 = 1 at this one order implies ε <= 11.13 at this δ)
     """
-    from rdpest.auditing.power import claim_text
+    from rdpest.auditing.power import claim_text, dp_claim_of
     from rdpest.stats.conversions import rdp_to_dp
 
     tpr = membership["tpr_at_fpr"].get("0.01")
@@ -248,11 +248,14 @@ def membership_line(
     fpr, resolved = 0.01, ""
     if tpr is not None and isinstance(n_test, list | tuple) and len(n_test) == 2:
         m = n_test[1]
-        if isinstance(m, int) and 0 < m < 100:  # 1% is finer than 1/m
-            at += f" (no false positive among the {m} certifying runs without the canary)"
+        if isinstance(m, int) and not isinstance(m, bool) and m > 0:
+            k = _false_positives_allowed(m)
+            if k == 0:  # 1% is finer than 1/m
+                at += f" (no false positive among the {m} certifying runs without the canary)"
             # DP-SGD review: an honest pipeline's TPR above the ceiling at 1% read as beating
-            # the claim, where that threshold's true FPR is 1/(m + 1) on average, not 1%
-            fpr, resolved = 1.0 / (m + 1), f" at that threshold's FPR (1/{m + 1} on average)"
+            # the claim, where the threshold's true FPR is (k + 1)/(m + 1) on average
+            fpr = (k + 1) / (m + 1)
+            resolved = f" at that threshold's FPR ({k + 1}/{m + 1} on average)"
     delta = membership["delta"]
     allows, implies = "", ""
     if alpha is not None and claimed_epsilon is not None:
@@ -269,10 +272,10 @@ def membership_line(
             f", which chance can lift above the true TPR: the claim allows a true TPR of at most "
             f"{shown:.{places}f}{resolved}"
         )
-        dp = (config or {}).get("dp_claim")
-        stated = (  # the user's own (ε, δ) claim, where made at this δ (DP-SGD review)
+        dp = dp_claim_of(config)
+        stated = (  # the user's own (ε, δ) claim, which holds at this δ too if δ' <= δ
             f"the claim: ε <= {dp['epsilon']:g} at this δ; "
-            if isinstance(dp, dict) and dp.get("delta") == delta
+            if dp is not None and dp["delta"] <= delta
             else ""
         )
         implies = (
@@ -284,6 +287,23 @@ def membership_line(
         f"estimates{allows}); certified (ε, δ = {delta:g})-DP lower bound ε >= "
         f"{membership['epsilon_lower_bound']:.3f} at level {1 - membership['beta']:.3g}{implies}"
     )
+
+
+def _false_positives_allowed(m: int) -> int:
+    """The most false positives k among ``m`` runs without the canary at which the readout's
+    FPR k/m is at most 1% (the comparison ``_roc_readouts`` makes). The threshold of that TPR
+    lies just above the (k + 1)-th largest of the m scores, so its true FPR is Beta(k + 1, m − k)
+    distributed, (k + 1)/(m + 1) on average (order statistics of uniforms).
+
+    >>> _false_positives_allowed(50), _false_positives_allowed(100), _false_positives_allowed(250)
+    (0, 1, 2)
+    """
+    k = int(0.01 * m)
+    while (k + 1) / m <= 0.01:
+        k += 1
+    while k > 0 and k / m > 0.01:
+        k -= 1
+    return k
 
 
 def _rounded_up(value: float, digits: int = 4) -> str:

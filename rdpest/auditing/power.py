@@ -211,13 +211,28 @@ def dp_claim_text(config: dict) -> str:
     >>> dp_claim_text({"dp_claim": {"epsilon": 8.0, "delta": 1e-5, "noise_multiplier": 2.0166}})
     ' (from the claimed (ε, δ) = (8, 1e-05): Opacus solved noise multiplier 2.017 for it)'
     """
-    claim = config.get("dp_claim") if isinstance(config, dict) else None
-    if not isinstance(claim, dict):
+    claim = dp_claim_of(config)
+    if claim is None:
         return ""
     return (
         f" (from the claimed (ε, δ) = ({claim['epsilon']:g}, {claim['delta']:g}): Opacus solved "
         f"noise multiplier {claim['noise_multiplier']:.4g} for it)"
     )
+
+
+def dp_claim_of(config) -> dict | None:
+    """``config["dp_claim"]`` where it is a claim's record (finite numbers ε > 0, δ in (0, 1)
+    and a noise multiplier), else None: a result file edited by hand must not break its
+    summary (diff review: a record without its noise multiplier raised KeyError)."""
+    claim = config.get("dp_claim") if isinstance(config, dict) else None
+    if not isinstance(claim, dict):
+        return None
+    numbers = [claim.get(key) for key in ("epsilon", "delta", "noise_multiplier")]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in numbers):
+        return None
+    if not (all(math.isfinite(v) for v in numbers) and numbers[0] > 0 and 0 < numbers[1] < 1):
+        return None
+    return claim
 
 
 def verdict_of(violation: bool, power: dict, claim: float) -> str:

@@ -198,7 +198,7 @@ class AuditResult:
                 f"AuditResult.from_json takes JSON text or a path, got {type(source).__name__}"
             )
         try:
-            payload = load_json(text, non_finite=True)
+            payload = load_json(text, non_finite=True, verbatim=("config", "provenance"))
         except (ValueError, RecursionError) as exc:
             raise ValueError(f"{where} is not valid JSON: {exc}") from None
         if not isinstance(payload, dict) or payload.get("format") != _FORMAT:

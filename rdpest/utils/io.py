@@ -46,7 +46,7 @@ def array_digest(*arrays) -> str:
     return h.hexdigest()[:16]
 
 
-def load_json(text: str | bytes, *, non_finite: bool = False):
+def load_json(text: str | bytes, *, non_finite: bool = False, verbatim: tuple[str, ...] = ()):
     """``json.loads`` for files a user or a crash may have edited: an integer of more than 308
     digits is read as a float (±inf beyond the float range), so the callers' checks for finite
     numbers refuse it with their own ValueError instead of an OverflowError escaping from a
@@ -58,10 +58,15 @@ def load_json(text: str | bytes, *, non_finite: bool = False):
     {'a': 12, 'b': inf}
 
     With ``non_finite``, the strings :func:`dumps_strict` writes for non-finite numbers are read
-    as those numbers (:func:`with_non_finite`).
+    as those numbers (:func:`with_non_finite`), except under the ``verbatim`` keys of a top-level
+    object, which are read as written (a user's own text "NaN" in a configuration stays text).
     """
     value = json.loads(text, parse_int=_int_or_float)
-    return with_non_finite(value) if non_finite else value
+    if not non_finite:
+        return value
+    if isinstance(value, dict):
+        return {k: v if k in verbatim else with_non_finite(v) for k, v in value.items()}
+    return with_non_finite(value)
 
 
 def dumps_strict(value, **options) -> str:

@@ -207,6 +207,14 @@ def test_a_result_with_an_unbounded_ceiling_is_standard_json(tmp_path):
     assert payload["power"]["max_certifiable"] == "Infinity"
     again = AuditResult.from_json(tmp_path / "result.json")
     assert again.power == result.power and again.estimates == result.estimates
+    # Diff review: a user's own text "NaN" or "Infinity" in its config came back as a float
+    tagged = _auditor(mech, n_runs=30, config={"dataset": "NaN", "tag": ["Infinity"]}).run()
+    assert AuditResult.from_json(tagged.to_json()).config == tagged.config
+    # and a result edited by hand with a malformed (ε, δ) claim still has a summary
+    for broken in ({"delta": 1e-5}, {"epsilon": "8", "delta": 1e-5, "noise_multiplier": 2.0}):
+        payload = json.loads(tagged.to_json())
+        payload["config"]["dp_claim"] = broken
+        assert "from the claimed" not in AuditResult.from_json(json.dumps(payload)).summary()
 
 
 def test_beta_is_shared_among_certified_estimators():

@@ -281,6 +281,9 @@ def test_only_a_stores_own_runs_are_recorded_as_an_analysis_of_them(tmp_path, ca
     assert "verdict:" in captured.out and "recorded in" not in captured.out
     assert "warning: this analysis is not recorded in" in captured.err
     assert "the scores are not the runs in the store" in captured.err
+    # the files named, not the Python arguments, and no advice to leave out a store argument
+    assert f"{tmp_path / 'O.npy'}[0] is" in captured.err and "losses_" not in captured.err
+    assert "leave store out" not in captured.err
     assert len(record.read_text().splitlines()) == len(before.splitlines()) + 1
 
 

@@ -400,7 +400,9 @@ def test_the_summary_says_what_the_claim_allows_and_how_fine_the_fpr_is():
     fast = {"bernoulli": BernoulliTPRFPRBaseline(alpha=2.0, direction="max", random_state=0)}
     result = evaluate(rng.normal(0, 1, 400), rng.normal(1, 1, 400), 1.0, alpha=2.0, estimators=fast)
     line = next(x for x in result.summary().splitlines() if x.startswith("membership"))
-    assert "the claim allows a true TPR of at most 0.1405)" in line  # 0.140426, rounded up
+    # at the FPR the 200 certifying runs without the canary resolve: 3/201 on average
+    shown = f"{math.ceil(tpr_ceiling(2.0, 1.0, 3 / 201) * 1e4) / 1e4:.4f}"
+    assert f"the claim allows a true TPR of at most {shown} at that threshold's FPR" in line
     assert "(ε_2 = 1 at this one order implies ε <= 11.13 at this δ)" in line
     assert "no false positive" not in line  # 200 certifying runs resolve 1%
     few = evaluate(rng.normal(0, 1, 10), rng.normal(1, 1, 10), 1.0, alpha=2.0, estimators=fast)
@@ -419,8 +421,26 @@ def test_a_claim_made_in_epsilon_delta_is_named_beside_the_membership_bound():
     dp = {"dp_claim": {"epsilon": 8.0, "delta": 1e-5, "noise_multiplier": 2.0166}}
     line = membership_line({**readouts, "delta": 1e-5, "beta": 0.05}, 2.0, 2.459, dp)
     assert "(the claim: ε <= 8 at this δ; ε_2 = 2.459 at this one order implies ε <= 12.5" in line
+    # an (8, 1e-5) claim says nothing at δ = 1e-6; an (8, 1e-6) claim implies (8, 1e-5)
     other = membership_line({**readouts, "delta": 1e-6, "beta": 0.05}, 2.0, 2.459, dp)
-    assert "the claim: ε <=" not in other  # a claim at another δ is not this δ's
+    assert "the claim: ε <=" not in other
+    dp["dp_claim"]["delta"] = 1e-6
+    line = membership_line({**readouts, "delta": 1e-5, "beta": 0.05}, 2.0, 2.459, dp)
+    assert "(the claim: ε <= 8 at this δ;" in line
+
+
+@pytest.mark.parametrize("m, k", [(50, 0), (99, 0), (100, 1), (150, 1), (200, 2), (400, 4)])
+def test_the_tpr_ceiling_is_read_at_the_readouts_expected_fpr_for_every_size(m, k):
+    """Diff review: the ceiling was read at 1% from m = 100 certifying runs without the canary
+    on, where the readout's threshold admits k = floor(m/100) false positives and its true FPR
+    is (k + 1)/(m + 1) on average (above 1% for every m): an honest mechanism at its claim
+    printed a TPR above the ceiling in 44% of audits at m = 100, against 20% at m = 99."""
+    readouts = {"auroc": 0.5, "tpr_at_fpr": {"0.01": 0.01}, "epsilon_lower_bound": 0.0}
+    line = membership_line({**readouts, "delta": 1e-5, "beta": 0.05, "n_test": [m, m]}, 2.0, 1.0)
+    ceiling = tpr_ceiling(2.0, 1.0, (k + 1) / (m + 1))
+    shown = f"{math.ceil(ceiling * 1e4) / 1e4:.4f}"
+    assert f"at most {shown} at that threshold's FPR ({k + 1}/{m + 1} on average)" in line
+    assert ("no false positive among" in line) == (k == 0)
 
 
 def test_the_roc_panel_shows_its_markers_and_the_table_its_levels():
