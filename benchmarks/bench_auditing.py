@@ -630,9 +630,15 @@ def reference(n_runs: int, n_jobs: int, label: str = "0.5", block: int = 500) ->
     lines.append(
         f"{n_runs} + {n_runs} runs at μ = {mu:g} (protocol set-up otherwise); the blocks are "
         f"disjoint, {block} runs per arm each, trained in stacks of {stack} as the protocol's; "
-        f"{shared} of the first block's {2 * block} runs are the protocol's own (equal to "
-        "float32 rounding; a stack's noise comes from its runs' seeds, so the runs of the "
-        "protocol's last, partial stack differ). DV with "
+        + (
+            f"all {2 * block} runs of the first block are the protocol's own (equal to float32 "
+            "rounding). "
+            if shared == 2 * block
+            else f"{shared} of the first block's {2 * block} runs are the protocol's own (equal "
+            "to float32 rounding; a stack's noise comes from its runs' seeds, so the runs of a "
+            "protocol store trained with a partial last stack differ). "
+        )
+        + "DV with "
         "direction='max' and n_repeats=5, as in audits. The last two columns: the two-Gaussian "
         f"fit (maximum likelihood, the best estimator if the losses were exactly Gaussian) on "
         f"{block} + {block} draws from the Gaussians fitted to all runs, 2000 repetitions: how "
