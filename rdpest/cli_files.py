@@ -155,7 +155,7 @@ def load_samples(path: str) -> np.ndarray:
             lines = file.read_text(encoding="utf-8-sig").split("\n")
             # A # comment is no part of the line (np.loadtxt drops it): "1 # run 0" is a first
             # score, which was taken for a header and dropped without a word (diff review)
-            first = lines[0].split("#")[0]
+            first = _without_comment(lines[0])
             skip = _header_lines(first, delimiter)
             other = _numbers_split_by_another(first, delimiter) if skip else None
             if other is not None:
@@ -203,8 +203,8 @@ def load_samples(path: str) -> np.ndarray:
     if bad.any():
         first = np.argwhere(bad)[0]
         where = f"at index {int(first[0])}"
-        if suffix in (".csv", ".txt"):  # the line, counted from 1 as editors count
-            rows = _data_lines(lines, skip)  # one row of several values reads as 1-D
+        if suffix in (".csv", ".txt"):  # the line, counted from 1 as editors count; one row
+            # of several values reads as 1-D
             where = f"on line {rows[0 if len(rows) == 1 else first[0]][0]}"
         raise ValueError(
             f"{path} holds {int(bad.sum())} non-finite value(s) (NaN or inf), the first "
@@ -213,11 +213,16 @@ def load_samples(path: str) -> np.ndarray:
     return data
 
 
+def _without_comment(line: str) -> str:
+    """A line as np.loadtxt reads it: without its # comment."""
+    return line.split("#")[0]
+
+
 def _data_lines(lines: list[str], skip: int) -> list[tuple[int, str]]:
     """The lines np.loadtxt reads as rows, with their numbers in the file counted from 1: those
     after the header that hold something besides a # comment."""
-    numbered = enumerate(lines[skip:], start=skip + 1)
-    return [(n, line.split("#")[0].strip()) for n, line in numbered if line.split("#")[0].strip()]
+    texts = ((n, _without_comment(line).strip()) for n, line in enumerate(lines[skip:], skip + 1))
+    return [(n, text) for n, text in texts if text]
 
 
 def _unreadable_line(rows: list[tuple[int, str]], delimiter: str | None) -> str | None:

@@ -45,6 +45,7 @@ from rdpest.auditing.runs import (
     _guarded,
     _one_run,
     _run_group,
+    first_runs,
     results_as_finished,
     run_seed,
     runs_per_call,
@@ -411,9 +412,7 @@ class Auditor:
             if error.__traceback__ is None:  # raised in another process: keep its traceback
                 error.add_note(f"raised in a worker:\n{text}")
             raise error
-        without = np.array([finished[(WITHOUT_CANARY, i)] for i in range(n_runs)])
-        with_ = np.array([finished[(WITH_CANARY, i)] for i in range(n_runs)])
-        return without, with_
+        return first_runs(finished, n_runs)
 
     def _tasks(self, finished: dict, n_runs: int) -> list:
         """The joblib tasks for the runs not in ``finished``, each one run or one fixed group.

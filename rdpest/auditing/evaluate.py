@@ -16,7 +16,7 @@ import numpy as np
 from rdpest.auditing.auditor import Auditor, _round_record, check_scores_settings
 from rdpest.auditing.membership import MEMBERSHIP_DELTA
 from rdpest.auditing.result import AuditResult
-from rdpest.auditing.runs import WITH_CANARY, WITHOUT_CANARY
+from rdpest.auditing.runs import first_runs
 from rdpest.auditing.scores import checked_scores
 from rdpest.auditing.store import RunStore, store_path
 from rdpest.utils.io import load_json
@@ -167,24 +167,21 @@ def check_runs_of_store(store: RunStore, without: np.ndarray, with_: np.ndarray)
             f"{n} scores per side were given, but {where} holds only {held} finished runs of "
             "each arm from the first"
         )
-    runs = {
-        arm: np.array([finished[(arm, i)] for i in range(n)])
-        for arm in (WITHOUT_CANARY, WITH_CANARY)
-    }
-    if np.array_equal(without, runs[WITHOUT_CANARY]) and np.array_equal(with_, runs[WITH_CANARY]):
+    stored_without, stored_with = first_runs(finished, n)
+    if np.array_equal(without, stored_without) and np.array_equal(with_, stored_with):
         return
-    if np.array_equal(without, runs[WITH_CANARY]) and np.array_equal(with_, runs[WITHOUT_CANARY]):
+    if np.array_equal(without, stored_with) and np.array_equal(with_, stored_without):
         raise ValueError(
             f"the scores are the runs in {where} with the arms swapped: give the scores "
             "without the canary first"
         )
     side, given, stored = next(
-        (name, scores, runs[arm])
-        for name, scores, arm in (
-            ("losses_without_canary", without, WITHOUT_CANARY),
-            ("losses_with_canary", with_, WITH_CANARY),
+        (name, scores, runs)
+        for name, scores, runs in (
+            ("losses_without_canary", without, stored_without),
+            ("losses_with_canary", with_, stored_with),
         )
-        if not np.array_equal(scores, runs[arm])
+        if not np.array_equal(scores, runs)
     )
     i = int(np.flatnonzero(given != stored)[0])
     raise ValueError(

@@ -167,7 +167,9 @@ class AuditResult:
             "rounds": self.rounds,
             "membership": self.membership,
         }
-        text = dumps_strict(payload, indent=2, default=_jsonable)  # standard JSON: no Infinity
+        # standard JSON (no bare Infinity), numpy values as numbers; anything else JSON cannot
+        # write (a path, a device) as its text
+        text = dumps_strict(payload, indent=2, default=str)
         if path is not None:
             path = Path(path)
             refuse_symlink(path, "the result file")
@@ -487,16 +489,6 @@ def _noise_multiplier(config: dict) -> float | None:
             if _is_number(sigma):
                 return float(sigma)
     return None
-
-
-def _jsonable(value):
-    """What JSON cannot write itself: numpy values as numbers and lists, anything else (a path, a
-    device) as its text."""
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return str(value)
 
 
 #: The verdicts an audit gives (rdpest.auditing.power.verdict_of).

@@ -19,6 +19,14 @@ __all__ = ["WITHOUT_CANARY", "WITH_CANARY", "run_seed", "runs_per_call", "worker
 WITHOUT_CANARY, WITH_CANARY = 0, 1
 
 
+def first_runs(finished: Mapping, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """O (without the canary) and O′ (with it): the scores of the first ``n`` runs of each arm
+    in ``finished`` ({(arm, index): score}), in order; a KeyError where one is missing."""
+    without = np.array([finished[(WITHOUT_CANARY, i)] for i in range(n)])
+    with_ = np.array([finished[(WITH_CANARY, i)] for i in range(n)])
+    return without, with_
+
+
 def run_seed(random_state: int, arm: int, index: int) -> int:
     """The seed of run ``index`` of ``arm`` (0: without canary, 1: with), independent of n_jobs.
 
